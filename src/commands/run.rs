@@ -1,0 +1,69 @@
+//! `curate run`: does the work that is missing, reuses what is done.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Context;
+
+use super::{Failure, Selection, exit, load};
+use crate::engine::flow::Flow;
+use crate::engine::resources::{Limits, Resource};
+use crate::engine::store::{self, Store};
+use crate::engine::{lock, scheduler};
+use crate::report;
+use crate::report::progress::Mode;
+
+pub struct RunOptions {
+    pub selection: Selection,
+    /// `--concurrency RES=N`, over the pipeline's own limits.
+    pub concurrency: BTreeMap<Resource, usize>,
+    pub progress: Mode,
+}
+
+pub fn run(path: &Path, opts: &RunOptions) -> Result<u8, Failure> {
+    let loaded = load(path, &opts.selection)?;
+    let dir = &loaded.state_dir;
+    std::fs::create_dir_all(dir).with_context(|| {
+        format!("cannot create state directory {}; choose a writable one with --state", dir.display())
+    })?;
+    let _lock = lock::acquire(dir).map_err(anyhow::Error::from)?;
+    let store = Store::open(dir).map_err(anyhow::Error::from)?;
+    let records = store::load(dir).map_err(anyhow::Error::from)?;
+    let limits = Limits::machine_defaults().with(&loaded.pipeline.concurrency).with(&opts.concurrency);
+    let flow = Flow::new(&loaded.pipeline, &loaded.data);
+    let mut reporter = report::progress::reporter(opts.progress);
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let summary = runtime
+        .block_on(scheduler::run(&flow, &store, &records, &limits, reporter.as_mut()))
+        .map_err(|e| anyhow::anyhow!("{e}; results so far are saved in {}", store.path().display()))?;
+    drop(runtime);
+
+    let funnel = report::funnel::funnel(&flow, &summary.states, loaded.problems.len());
+    if opts.progress != Mode::Quiet {
+        println!();
+        print!("{}", funnel.to_markdown());
+    }
+    println!(
+        "\nrun: {} task(s) done now, {} taken from the store, {} errored; state in {}",
+        summary.executed,
+        summary.cached,
+        summary.errored,
+        dir.display()
+    );
+    Ok(if summary.interrupted {
+        eprintln!("stopped before the end; `curate run` again to go on");
+        exit::INTERRUPTED
+    } else if summary.errored > 0 {
+        eprintln!(
+            "{} task(s) errored; `curate status` lists them, `curate run` retries them",
+            summary.errored
+        );
+        exit::ERRORED
+    } else {
+        exit::OK
+    })
+}

@@ -1,0 +1,141 @@
+//! Content hashing. A task's key is SHA-256 over canonical JSON of everything its result depends on:
+//! the stage's fingerprint (kind, implementation version, config, contents of the files the config
+//! names), the item's identity (id and record) and the keys of the upstream tasks it consumed.
+//! Same key, same result: a finished key is never run again.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TaskKey(pub [u8; 32]);
+
+impl TaskKey {
+    pub fn hex(&self) -> String {
+        hex::encode(self.0)
+    }
+
+    /// The first 12 hex digits, enough to tell keys apart in messages.
+    pub fn short(&self) -> String {
+        hex::encode(&self.0[..6])
+    }
+}
+
+impl fmt::Debug for TaskKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TaskKey({})", self.short())
+    }
+}
+
+impl fmt::Display for TaskKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.hex())
+    }
+}
+
+fn sha256(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+/// Canonical JSON: serde_json's map is ordered by key, and `to_vec` writes no whitespace, so equal
+/// values always give equal bytes.
+fn canonical<T: Serialize>(value: &T) -> Vec<u8> {
+    // Serializing plain data (strings, maps, numbers) into a Vec cannot fail.
+    serde_json::to_vec(value).unwrap_or_default()
+}
+
+/// The part of every task key that comes from the stage itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StageFingerprint(pub [u8; 32]);
+
+impl StageFingerprint {
+    pub fn new(
+        kind: &str,
+        version: u32,
+        config: &Value,
+        files: &BTreeMap<String, Vec<u8>>,
+    ) -> StageFingerprint {
+        let files: BTreeMap<&str, String> =
+            files.iter().map(|(name, bytes)| (name.as_str(), hex::encode(sha256(bytes)))).collect();
+        let doc = serde_json::json!({
+            "kind": kind,
+            "version": version,
+            "config": config,
+            "files": files,
+        });
+        StageFingerprint(sha256(&canonical(&doc)))
+    }
+}
+
+/// An item's identity: its id and a hash of its record, so an edited record is new work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ItemIdentity(pub [u8; 32]);
+
+impl ItemIdentity {
+    pub fn new(id: &str, data: &Value) -> ItemIdentity {
+        let doc = serde_json::json!({ "id": id, "data": hex::encode(sha256(&canonical(data))) });
+        ItemIdentity(sha256(&canonical(&doc)))
+    }
+}
+
+/// The key of one task. `upstream` pairs each consumed upstream stage id with the keys of the tasks
+/// consumed from it, in a stable order.
+pub fn task_key(stage: StageFingerprint, item: ItemIdentity, upstream: &[(&str, Vec<TaskKey>)]) -> TaskKey {
+    #[derive(Serialize)]
+    struct Doc<'a> {
+        stage: String,
+        item: String,
+        upstream: Vec<(&'a str, Vec<String>)>,
+    }
+    let doc = Doc {
+        stage: hex::encode(stage.0),
+        item: hex::encode(item.0),
+        upstream: upstream.iter().map(|(s, keys)| (*s, keys.iter().map(TaskKey::hex).collect())).collect(),
+    };
+    TaskKey(sha256(&canonical(&doc)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fp(config: Value, prompt: &str) -> StageFingerprint {
+        let files = BTreeMap::from([("prompt".to_string(), prompt.as_bytes().to_vec())]);
+        StageFingerprint::new("exec", 1, &config, &files)
+    }
+
+    #[test]
+    fn config_key_order_does_not_matter() {
+        let a: Value = serde_json::from_str(r#"{"a": 1, "b": {"x": 2, "y": 3}}"#).unwrap();
+        let b: Value = serde_json::from_str(r#"{"b": {"y": 3, "x": 2}, "a": 1}"#).unwrap();
+        assert_eq!(fp(a, "p"), fp(b, "p"));
+    }
+
+    #[test]
+    fn every_input_changes_the_key() {
+        let base = fp(json!({"a": 1}), "prompt");
+        assert_ne!(base, fp(json!({"a": 2}), "prompt"), "config");
+        assert_ne!(base, fp(json!({"a": 1}), "prompt!"), "file contents");
+        let v2 = StageFingerprint::new("exec", 2, &json!({"a": 1}), &BTreeMap::new());
+        let v1 = StageFingerprint::new("exec", 1, &json!({"a": 1}), &BTreeMap::new());
+        assert_ne!(v1, v2, "implementation version");
+
+        let item = ItemIdentity::new("i1", &json!({"t": 1}));
+        assert_ne!(item, ItemIdentity::new("i2", &json!({"t": 1})), "id");
+        assert_ne!(item, ItemIdentity::new("i1", &json!({"t": 2})), "record");
+
+        let k = task_key(base, item, &[]);
+        assert_eq!(k, task_key(base, item, &[]), "deterministic");
+        let up = task_key(base, ItemIdentity::new("x", &json!(null)), &[]);
+        assert_ne!(k, task_key(base, item, &[("s1", vec![up])]), "upstream keys");
+        assert_ne!(
+            task_key(base, item, &[("s1", vec![up])]),
+            task_key(base, item, &[("s2", vec![up])]),
+            "upstream stage"
+        );
+    }
+}

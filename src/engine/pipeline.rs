@@ -1,0 +1,316 @@
+//! A checked pipeline: the spec with every stage built, every `needs` resolved, the DAG acyclic and
+//! every file the config names read and hashed. Anything wrong is a [`SpecError`] at its line.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::engine::graph::StageGraph;
+use crate::engine::item::Scope;
+use crate::engine::key::StageFingerprint;
+use crate::engine::locate::{locate, parse_path};
+use crate::engine::resources::Resource;
+use crate::engine::spec::{PipelineSpec, StageSpec};
+use crate::errors::SpecError;
+use crate::sources::{self, Source, SourceContext};
+use crate::stages::{self, Stage, StageContext};
+
+/// A stage ready to run.
+pub struct StagePlan {
+    pub id: Arc<str>,
+    pub kind: String,
+    /// The funnel row's label.
+    pub title: String,
+    pub scope: Scope,
+    pub resource: Resource,
+    pub concurrency: Option<usize>,
+    /// Indices of the stages this one needs.
+    pub needs: Vec<usize>,
+    pub stage: Arc<dyn Stage>,
+    pub side_effects: bool,
+    pub fingerprint: StageFingerprint,
+}
+
+pub struct Pipeline {
+    pub name: String,
+    pub file: PathBuf,
+    /// The pipeline file's directory; relative paths in it are relative to this.
+    pub dir: PathBuf,
+    pub source: Box<dyn Source>,
+    /// In declaration order.
+    pub stages: Vec<StagePlan>,
+    pub graph: StageGraph,
+    pub concurrency: BTreeMap<Resource, usize>,
+}
+
+impl Pipeline {
+    pub fn load(file: &Path) -> Result<Pipeline, SpecError> {
+        let text = std::fs::read_to_string(file).map_err(|e| SpecError {
+            file: file.to_path_buf(),
+            position: None,
+            key: None,
+            message: format!("cannot read the pipeline: {e}"),
+        })?;
+        Pipeline::from_text(file, &text)
+    }
+
+    pub fn from_text(file: &Path, text: &str) -> Result<Pipeline, SpecError> {
+        let spec = PipelineSpec::parse(file, text)?;
+        let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+        let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+        let err = |key: String, message: String| SpecError {
+            file: file.to_path_buf(),
+            position: locate(text, &parse_path(&key)),
+            key: Some(key),
+            message,
+        };
+
+        if spec.name.is_empty() || !spec.name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(err(
+                "name".into(),
+                format!("`{}` cannot name a state directory; use letters, digits, `-`, `_`, `.`", spec.name),
+            ));
+        }
+        for (r, n) in &spec.defaults.concurrency {
+            if *n == 0 {
+                return Err(err(format!("defaults.concurrency.{r}"), "a limit must be at least 1".into()));
+            }
+        }
+        if spec.stages.is_empty() {
+            return Err(err("stages".into(), "the pipeline has no stages".into()));
+        }
+
+        let ctx = SourceContext { dir: &dir };
+        let source = match sources::build(&spec.source.kind, &ctx, &spec.source.config) {
+            None => {
+                let known: Vec<_> = sources::kinds().collect();
+                return Err(err(
+                    "source.kind".into(),
+                    format!("unknown source kind `{}`; known kinds: {}", spec.source.kind, known.join(", ")),
+                ));
+            }
+            Some(Err(e)) => {
+                let key = e.key.map_or("source".into(), |k| format!("source.{k}"));
+                return Err(err(key, e.message));
+            }
+            Some(Ok(source)) => source,
+        };
+
+        let index = stage_index(&spec.stages, &err)?;
+        let mut needs = Vec::with_capacity(spec.stages.len());
+        for (i, stage) in spec.stages.iter().enumerate() {
+            let mut resolved = Vec::new();
+            for (j, need) in stage.needs.iter().enumerate() {
+                match index.get(need.as_str()) {
+                    Some(&u) => resolved.push(u),
+                    None => {
+                        let key = if stage.needs.len() == 1 {
+                            format!("stages[{i}].needs")
+                        } else {
+                            format!("stages[{i}].needs[{j}]")
+                        };
+                        return Err(err(
+                            key,
+                            format!("stage `{}` needs `{need}`, which no stage defines", stage.id),
+                        ));
+                    }
+                }
+            }
+            needs.push(resolved);
+        }
+        let graph = StageGraph::new(&needs).map_err(|cycle| {
+            let names: Vec<&str> = cycle.iter().map(|&s| spec.stages[s].id.as_str()).collect();
+            err(
+                format!("stages[{}].needs", cycle[0]),
+                format!("the stages form a cycle: {}", names.join(" -> ")),
+            )
+        })?;
+
+        let mut stages = Vec::with_capacity(spec.stages.len());
+        for (i, (stage, needs)) in spec.stages.iter().zip(needs).enumerate() {
+            stages.push(plan_stage(i, stage, needs, &dir, &err)?);
+        }
+        Ok(Pipeline {
+            name: spec.name,
+            file: file.to_path_buf(),
+            dir,
+            source,
+            stages,
+            graph,
+            concurrency: spec.defaults.concurrency,
+        })
+    }
+
+    /// Where run state lives unless `--state` says otherwise: beside the pipeline file, named after
+    /// the pipeline.
+    pub fn default_state_dir(&self) -> PathBuf {
+        self.dir.join(".curate").join(&self.name)
+    }
+
+    /// Stage indices in the order funnel rows and progress bars list them.
+    pub fn order(&self) -> &[usize] {
+        self.graph.order()
+    }
+}
+
+fn stage_index<'a>(
+    stages: &'a [StageSpec],
+    err: &impl Fn(String, String) -> SpecError,
+) -> Result<HashMap<&'a str, usize>, SpecError> {
+    let mut index = HashMap::new();
+    for (i, stage) in stages.iter().enumerate() {
+        if stage.id.is_empty() || stage.id.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(err(format!("stages[{i}].id"), format!("`{}` is not a usable stage id", stage.id)));
+        }
+        if stage.id == "ingest" {
+            return Err(err(
+                format!("stages[{i}].id"),
+                "`ingest` is reserved for the funnel's first row; choose another id".into(),
+            ));
+        }
+        if let Some(first) = index.insert(stage.id.as_str(), i) {
+            return Err(err(
+                format!("stages[{i}].id"),
+                format!("stage id `{}` is already used by stages[{first}]", stage.id),
+            ));
+        }
+    }
+    Ok(index)
+}
+
+fn plan_stage(
+    i: usize,
+    spec: &StageSpec,
+    needs: Vec<usize>,
+    dir: &Path,
+    err: &impl Fn(String, String) -> SpecError,
+) -> Result<StagePlan, SpecError> {
+    let ctx = StageContext { dir, id: &spec.id };
+    let built = match stages::build(&spec.kind, &ctx, &spec.config) {
+        None => {
+            let known: Vec<_> = stages::kinds().collect();
+            return Err(err(
+                format!("stages[{i}].kind"),
+                format!("unknown stage kind `{}`; known kinds: {}", spec.kind, known.join(", ")),
+            ));
+        }
+        Some(Err(e)) => {
+            let key = e.key.map_or(format!("stages[{i}]"), |k| format!("stages[{i}].{k}"));
+            return Err(err(key, format!("stage `{}`: {}", spec.id, e.message)));
+        }
+        Some(Ok(built)) => built,
+    };
+    if spec.concurrency == Some(0) {
+        return Err(err(format!("stages[{i}].concurrency"), "must be at least 1".into()));
+    }
+    let scope = spec.scope.unwrap_or(built.scope);
+    let mut files = BTreeMap::new();
+    let named = built.files.iter().map(|f| (f, "")).chain(spec.inputs.iter().map(|f| (f, "inputs")));
+    for (name, key) in named {
+        let path = dir.join(name);
+        let bytes = std::fs::read(&path).map_err(|e| {
+            let key = if key.is_empty() { format!("stages[{i}]") } else { format!("stages[{i}].{key}") };
+            err(key, format!("stage `{}`: cannot read {}: {e}", spec.id, path.display()))
+        })?;
+        files.insert(name.clone(), bytes);
+    }
+    let mut config = serde_json::to_value(&spec.config).map_err(|e| {
+        err(format!("stages[{i}]"), format!("stage `{}`: config is not plain data: {e}", spec.id))
+    })?;
+    if let serde_json::Value::Object(map) = &mut config {
+        map.insert("scope".into(), serde_json::Value::String(scope.to_string()));
+    }
+    Ok(StagePlan {
+        id: spec.id.as_str().into(),
+        kind: spec.kind.clone(),
+        title: spec.title.clone().unwrap_or_else(|| spec.id.clone()),
+        scope,
+        resource: spec.resource.unwrap_or(built.resource),
+        concurrency: spec.concurrency,
+        needs,
+        stage: built.stage,
+        side_effects: built.side_effects,
+        fingerprint: StageFingerprint::new(&spec.kind, built.version, &config, &files),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(stages: &str) -> Result<Pipeline, SpecError> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("items.jsonl"), "{\"id\": 1}\n").unwrap();
+        std::fs::write(dir.path().join("prompt.txt"), "say hi").unwrap();
+        let text = format!("name: t\nsource:\n  kind: jsonl\n  path: items.jsonl\nstages:\n{stages}");
+        Pipeline::from_text(&dir.path().join("p.yaml"), &text)
+    }
+
+    fn message(stages: &str) -> String {
+        let e = load(stages).err().expect("should fail");
+        let shown = e.to_string();
+        shown[shown.find("p.yaml").unwrap()..].to_string()
+    }
+
+    #[test]
+    fn a_good_pipeline_loads() {
+        let p = load("  - id: a\n    kind: noop\n  - id: b\n    kind: exec\n    needs: a\n    command: cat\n    inputs: [prompt.txt]\n").unwrap();
+        assert_eq!(p.stages[1].needs, vec![0]);
+        assert_eq!(p.stages[1].title, "b");
+    }
+
+    #[test]
+    fn dangling_needs_names_stage_and_line() {
+        assert_eq!(
+            message("  - id: a\n    kind: noop\n  - id: synth\n    kind: noop\n    needs: env2\n"),
+            "p.yaml:10:5: `stages[1].needs`: stage `synth` needs `env2`, which no stage defines"
+        );
+    }
+
+    #[test]
+    fn cycle_is_named() {
+        let m = message(
+            "  - id: a\n    kind: noop\n    needs: c\n  - id: b\n    kind: noop\n    needs: a\n  - id: c\n    kind: noop\n    needs: b\n",
+        );
+        assert_eq!(m, "p.yaml:8:5: `stages[0].needs`: the stages form a cycle: a -> b -> c -> a");
+    }
+
+    #[test]
+    fn duplicate_ids_unknown_kinds_and_bad_config_are_located() {
+        assert!(
+            message("  - id: a\n    kind: noop\n  - id: a\n    kind: noop\n")
+                .starts_with("p.yaml:8:5: `stages[1].id`: stage id `a` is already used")
+        );
+        assert!(
+            message("  - id: a\n    kind: nope\n")
+                .starts_with("p.yaml:7:5: `stages[0].kind`: unknown stage kind `nope`")
+        );
+        assert!(
+            message("  - id: a\n    kind: exec\n    comand: ls\n")
+                .starts_with("p.yaml:8:5: `stages[0].comand`: stage `a`: unknown field `comand`")
+        );
+        assert!(
+            message("  - id: a\n    kind: exec\n    command: ls\n    timeout_secs: soon\n")
+                .starts_with("p.yaml:9:5: `stages[0].timeout_secs`: stage `a`: invalid type")
+        );
+        assert!(
+            message("  - id: a\n    kind: noop\n    inputs: [missing.txt]\n")
+                .starts_with("p.yaml:8:5: `stages[0].inputs`: stage `a`: cannot read")
+        );
+    }
+
+    #[test]
+    fn input_files_are_part_of_the_fingerprint() {
+        let stages = "  - id: a\n    kind: noop\n    inputs: [prompt.txt]\n";
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("items.jsonl"), "{\"id\": 1}\n").unwrap();
+        let text = format!("name: t\nsource:\n  kind: jsonl\n  path: items.jsonl\nstages:\n{stages}");
+        let file = dir.path().join("p.yaml");
+        std::fs::write(dir.path().join("prompt.txt"), "one").unwrap();
+        let one = Pipeline::from_text(&file, &text).unwrap().stages[0].fingerprint;
+        std::fs::write(dir.path().join("prompt.txt"), "two").unwrap();
+        let two = Pipeline::from_text(&file, &text).unwrap().stages[0].fingerprint;
+        assert_ne!(one, two);
+    }
+}

@@ -1,0 +1,97 @@
+//! The library's error types. Each message names the file, the item or the key, and where it helps,
+//! the way out.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::engine::locate::Position;
+
+/// A pipeline file that cannot be used: unreadable, malformed, or inconsistent.
+#[derive(Debug, thiserror::Error)]
+pub struct SpecError {
+    pub file: PathBuf,
+    pub position: Option<Position>,
+    /// The key path the error is about, e.g. `stages[1].needs`.
+    pub key: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(p) = self.position {
+            write!(f, ":{}:{}", p.line, p.column)?;
+        }
+        write!(f, ": ")?;
+        if let Some(key) = &self.key {
+            write!(f, "`{key}`: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+/// A stage's or source's own configuration was rejected by its kind. `key` is relative to the stage.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct ConfigError {
+    pub key: Option<String>,
+    pub message: String,
+}
+
+impl ConfigError {
+    pub fn new(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+        ConfigError { key: Some(key.into()), message: message.into() }
+    }
+}
+
+/// One bad record in a source file. Counted and skipped, or fatal with `--strict`.
+#[derive(Debug, Clone)]
+pub struct Problem {
+    pub file: PathBuf,
+    pub line: usize,
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: ", self.file.display(), self.line)?;
+        if let Some(field) = &self.field {
+            write!(f, "field `{field}`: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+/// A source that cannot be read at all.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("cannot read source {file}: {error}")]
+    Read { file: PathBuf, error: std::io::Error },
+    #[error("{} bad record(s) in the source and --strict is set; first: {first}", .count)]
+    Strict { count: usize, first: Problem },
+}
+
+/// The checkpoint store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot create state directory {dir}: {error}; choose a writable one with --state DIR")]
+    CreateDir { dir: PathBuf, error: std::io::Error },
+    #[error("state database {db}: {error}")]
+    Sqlite { db: PathBuf, error: rusqlite::Error },
+    #[error("state database {db} was written by a newer curate (schema {found}, this build knows {known})")]
+    Schema { db: PathBuf, found: i64, known: i64 },
+    #[error("the store's writer stopped: {0}")]
+    WriterGone(String),
+}
+
+/// Another process holds the state directory.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error(
+        "state directory {dir} is in use by another `curate run` ({holder}); wait for it to finish or stop it, or use another --state"
+    )]
+    Busy { dir: PathBuf, holder: String },
+    #[error("cannot lock state directory {dir}: {error}")]
+    Io { dir: PathBuf, error: std::io::Error },
+}

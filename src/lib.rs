@@ -1,0 +1,12 @@
+//! `curate` builds executable code-review benchmarks the way the c-CRAB method does, as a workflow
+//! engine: stages declared in YAML form a DAG over PR and comment items, every task is keyed by a hash
+//! of its inputs, and outcomes are checkpointed in SQLite so a run can stop at any time and resume.
+//!
+//! The crate is the library; `src/main.rs` only parses arguments and calls [`commands`].
+
+pub mod commands;
+pub mod engine;
+pub mod errors;
+pub mod report;
+pub mod sources;
+pub mod stages;

@@ -1,0 +1,110 @@
+//! The `curate` command line: parses arguments and calls the library.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use curate::commands::{self, GraphFormat, ReportFormat, RunOptions, Selection};
+use curate::engine::resources::{Resource, parse_override};
+use curate::report::progress::Mode;
+
+/// Build executable code-review benchmarks (the c-CRAB method) and score review tools on them.
+///
+/// A pipeline is a YAML file of stages over PR and comment items. `curate run` does only the work
+/// that is missing: stop it, crash it, edit a prompt or add PRs, and run it again.
+#[derive(Parser)]
+#[command(name = "curate", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a pipeline: compute every task that has no result yet, reuse the rest.
+    ///
+    /// Exit codes: 0 done (rejections are results), 1 some tasks errored (run again to retry
+    /// them) or the run could not start, 2 bad pipeline or arguments, 130 stopped by Ctrl-C.
+    Run {
+        pipeline: PathBuf,
+        #[command(flatten)]
+        select: Select,
+        /// Concurrency limit for a resource (llm, docker, cpu), e.g. `--concurrency cpu=8`;
+        /// repeatable, overrides the pipeline's `defaults.concurrency`.
+        #[arg(long, value_name = "RES=N", value_parser = parse_override)]
+        concurrency: Vec<(Resource, usize)>,
+        /// Treat any bad record in the source as fatal instead of skipping it.
+        #[arg(long)]
+        strict: bool,
+        /// How to show progress.
+        #[arg(long, value_enum, default_value_t = Mode::Auto)]
+        progress: Mode,
+    },
+    /// Per stage: tasks kept, rejected, errored, still to run; and the errors.
+    Status {
+        pipeline: PathBuf,
+        #[command(flatten)]
+        select: Select,
+    },
+    /// The funnel: PRs and comments remaining after each stage, with rejection reasons.
+    Report {
+        pipeline: PathBuf,
+        #[command(flatten)]
+        select: Select,
+        #[arg(long, value_enum, default_value_t = ReportFormat::Md)]
+        format: ReportFormat,
+    },
+    /// Check a pipeline and its source without running anything.
+    Validate { pipeline: PathBuf },
+    /// Print the stage DAG.
+    Graph {
+        pipeline: PathBuf,
+        #[arg(long, value_enum, default_value_t = GraphFormat::Text)]
+        format: GraphFormat,
+    },
+}
+
+#[derive(Args)]
+struct Select {
+    /// State directory (default: `.curate/<pipeline name>` beside the pipeline file).
+    #[arg(long, value_name = "DIR")]
+    state: Option<PathBuf>,
+    /// Only the first N PRs of the source (and their comments).
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+}
+
+impl Select {
+    fn selection(self, strict: bool) -> Selection {
+        Selection { state: self.state, limit: self.limit, strict }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run { pipeline, select, concurrency, strict, progress } => {
+            let opts = RunOptions {
+                selection: select.selection(strict),
+                concurrency: concurrency.into_iter().collect::<BTreeMap<_, _>>(),
+                progress,
+            };
+            commands::run(&pipeline, &opts)
+        }
+        Command::Status { pipeline, select } => commands::status(&pipeline, &select.selection(false)),
+        Command::Report { pipeline, select, format } => {
+            commands::report(&pipeline, &select.selection(false), format)
+        }
+        Command::Validate { pipeline } => commands::validate(&pipeline),
+        Command::Graph { pipeline, format } => commands::graph(&pipeline, format),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(failure) => {
+            eprintln!("error: {failure:#}");
+            ExitCode::from(failure.exit_code())
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! The funnel (the paper's Table 3): after each stage, how many PRs still have a comment and how many
+//! comments remain, with the reasons behind each drop.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use crate::engine::flow::{Flow, TaskState};
+use crate::engine::item::Scope;
+
+#[derive(Debug, Serialize)]
+pub struct Funnel {
+    pub pipeline: String,
+    /// No task errored or is still to run: the numbers are final.
+    pub complete: bool,
+    pub funnel: Vec<FunnelRow>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FunnelRow {
+    /// The stage id; `ingest` for the first row.
+    pub stage: String,
+    pub title: String,
+    pub prs: usize,
+    pub comments: usize,
+    pub rejected: usize,
+    pub errored: usize,
+    /// Tasks without a result yet, including those waiting behind an errored task.
+    pub pending: usize,
+    pub reasons: Vec<ReasonCount>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ReasonCount {
+    pub reason: String,
+    pub count: usize,
+}
+
+fn kept(state: &TaskState) -> bool {
+    matches!(state, TaskState::Kept { .. })
+}
+
+/// Builds the funnel from every task's state. `bad_records` is what the source skipped.
+pub fn funnel(flow: &Flow, states: &[Vec<TaskState>], bad_records: usize) -> Funnel {
+    let pipeline = flow.pipeline;
+    let data = flow.data;
+    let mut rows = vec![FunnelRow {
+        stage: "ingest".into(),
+        title: "Initial dataset".into(),
+        prs: data.count(Scope::Pr),
+        comments: data.count(Scope::Comment),
+        rejected: bad_records,
+        errored: 0,
+        pending: 0,
+        reasons: if bad_records > 0 {
+            vec![ReasonCount { reason: "bad record in the source".into(), count: bad_records }]
+        } else {
+            Vec::new()
+        },
+    }];
+    for &s in pipeline.order() {
+        // An item is still in after stage `s` if `s` and every stage upstream of it kept it (or its
+        // PR, for PR stages).
+        let chain: Vec<usize> = pipeline
+            .order()
+            .iter()
+            .copied()
+            .filter(|&a| a == s || pipeline.graph.is_ancestor(a, s))
+            .collect();
+        let comment_stage_in_chain = chain.iter().any(|&a| pipeline.stages[a].scope == Scope::Comment);
+        let pr_in = |p: usize| {
+            chain.iter().filter(|&&a| pipeline.stages[a].scope == Scope::Pr).all(|&a| kept(&states[a][p]))
+        };
+        let comment_in = |c: usize| {
+            chain.iter().all(|&a| match pipeline.stages[a].scope {
+                Scope::Comment => kept(&states[a][c]),
+                Scope::Pr => kept(&states[a][data.pr_index[c]]),
+            })
+        };
+        let (mut prs, mut comments) = (0, 0);
+        for (p, item) in data.items.iter().enumerate() {
+            if item.scope != Scope::Pr || !pr_in(p) {
+                continue;
+            }
+            let alive = data.comments[p].iter().filter(|&&c| comment_in(c)).count();
+            comments += alive;
+            let has_comments = !data.comments[p].is_empty();
+            if (has_comments && alive > 0) || (!has_comments && !comment_stage_in_chain) {
+                prs += 1;
+            }
+        }
+        let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
+        let (mut rejected, mut errored, mut pending) = (0, 0, 0);
+        for x in flow.tasks(s) {
+            match &states[s][x] {
+                TaskState::Rejected { reason, .. } => {
+                    rejected += 1;
+                    *reasons.entry(reason.as_str()).or_default() += 1;
+                }
+                TaskState::Errored { .. } => errored += 1,
+                TaskState::Pending { .. } | TaskState::Waiting | TaskState::Skipped { blocked: true } => {
+                    pending += 1
+                }
+                TaskState::Kept { .. } | TaskState::Skipped { blocked: false } => {}
+            }
+        }
+        let mut reasons: Vec<ReasonCount> = reasons
+            .into_iter()
+            .map(|(reason, count)| ReasonCount { reason: reason.to_string(), count })
+            .collect();
+        reasons.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.reason.cmp(&b.reason)));
+        let plan = &pipeline.stages[s];
+        rows.push(FunnelRow {
+            stage: plan.id.to_string(),
+            title: plan.title.clone(),
+            prs,
+            comments,
+            rejected,
+            errored,
+            pending,
+            reasons,
+        });
+    }
+    let complete = rows.iter().all(|r| r.errored == 0 && r.pending == 0);
+    Funnel { pipeline: pipeline.name.clone(), complete, funnel: rows }
+}
+
+impl Funnel {
+    pub fn to_markdown(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "# Funnel: {}\n", self.pipeline);
+        if !self.complete {
+            let errored: usize = self.funnel.iter().map(|r| r.errored).sum();
+            let pending: usize = self.funnel.iter().map(|r| r.pending).sum();
+            let _ = writeln!(
+                out,
+                "**Incomplete**: {errored} task(s) errored and {pending} have no result yet; `curate run` again to finish.\n"
+            );
+        }
+        let _ = writeln!(out, "| Stage | PRs | Comments | Rejected | Errored | Pending |");
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
+        for r in &self.funnel {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} |",
+                r.title, r.prs, r.comments, r.rejected, r.errored, r.pending
+            );
+        }
+        let with_reasons: Vec<&FunnelRow> = self.funnel.iter().filter(|r| !r.reasons.is_empty()).collect();
+        if !with_reasons.is_empty() {
+            let _ = writeln!(out, "\n## Rejection reasons\n");
+            for r in with_reasons {
+                let _ = writeln!(out, "- {} (`{}`)", r.title, r.stage);
+                for reason in &r.reasons {
+                    let _ = writeln!(out, "  - {} × {}", reason.count, reason.reason);
+                }
+            }
+        }
+        out
+    }
+}

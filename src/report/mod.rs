@@ -1,0 +1,7 @@
+//! What people see: the funnel (Table 3), per-stage status, the stage graph, and live progress. All
+//! of it reads plain data (task states, the pipeline); none of it runs anything.
+
+pub mod funnel;
+pub mod graph;
+pub mod progress;
+pub mod status;

@@ -1,0 +1,46 @@
+//! PR sources: each turns some dataset format into items. Adding a format means one new file here and
+//! one line in [`REGISTRY`].
+
+use std::path::Path;
+
+use serde_yaml::Mapping;
+
+use crate::engine::item::Item;
+use crate::errors::{ConfigError, Problem, SourceError};
+
+pub mod jsonl;
+
+type BuildFn = fn(&SourceContext, &Mapping) -> Result<Box<dyn Source>, ConfigError>;
+
+/// Every source kind, by the name used in `source: {kind: ...}`.
+const REGISTRY: &[(&str, BuildFn)] = &[("jsonl", jsonl::build)];
+
+pub fn kinds() -> impl Iterator<Item = &'static str> {
+    REGISTRY.iter().map(|(name, _)| *name)
+}
+
+pub fn build(
+    kind: &str,
+    ctx: &SourceContext,
+    config: &Mapping,
+) -> Option<Result<Box<dyn Source>, ConfigError>> {
+    REGISTRY.iter().find(|(name, _)| *name == kind).map(|(_, build)| build(ctx, config))
+}
+
+pub struct SourceContext<'a> {
+    /// The pipeline file's directory: source paths are relative to it.
+    pub dir: &'a Path,
+}
+
+/// What a source read: the good items, and each bad record it skipped.
+#[derive(Debug, Default)]
+pub struct Ingest {
+    pub items: Vec<Item>,
+    pub problems: Vec<Problem>,
+}
+
+pub trait Source: Send + Sync {
+    /// Reads every item. Bad records are returned as problems, not errors; an error means the
+    /// source could not be read at all.
+    fn load(&self) -> Result<Ingest, SourceError>;
+}

@@ -1,0 +1,70 @@
+//! Stage kinds. A stage is a small [`Stage`] implementation plus a `build` function that checks its
+//! config; adding a kind means one new file here and one line in [`REGISTRY`].
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+use serde_yaml::Mapping;
+
+use crate::engine::item::{Item, Outcome, Scope};
+use crate::engine::resources::Resource;
+use crate::errors::ConfigError;
+
+pub mod exec;
+pub mod noop;
+
+type BuildFn = fn(&StageContext, &Mapping) -> Result<Built, ConfigError>;
+
+/// Every stage kind, by the name used in `kind:`.
+const REGISTRY: &[(&str, BuildFn)] = &[("noop", noop::build), ("exec", exec::build)];
+
+pub fn kinds() -> impl Iterator<Item = &'static str> {
+    REGISTRY.iter().map(|(name, _)| *name)
+}
+
+/// Builds a stage of `kind` from its config; `None` when no such kind exists.
+pub fn build(kind: &str, ctx: &StageContext, config: &Mapping) -> Option<Result<Built, ConfigError>> {
+    REGISTRY.iter().find(|(name, _)| *name == kind).map(|(_, build)| build(ctx, config))
+}
+
+/// What a stage's build function gets besides its config.
+pub struct StageContext<'a> {
+    /// The pipeline file's directory: relative paths in config are relative to it.
+    pub dir: &'a Path,
+    pub id: &'a str,
+}
+
+/// A built stage and the facts the engine needs about it.
+pub struct Built {
+    pub stage: Arc<dyn Stage>,
+    /// Bumped whenever the stage's behaviour changes, so old results are not reused.
+    pub version: u32,
+    pub scope: Scope,
+    pub resource: Resource,
+    /// Whether running it twice could be seen outside (a process, a container, a model call). Such
+    /// tasks are recorded as started before they run, so a crash leaves a trace.
+    pub side_effects: bool,
+    /// Files named by the config, relative to the pipeline directory; their contents are hashed into
+    /// every task key of the stage.
+    pub files: Vec<String>,
+}
+
+/// What a task gets: the item and the outputs of the upstream tasks it consumed, by stage id. A PR
+/// task after a comment stage gets an object of the kept comments' outputs by comment id.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskInput {
+    pub stage: Arc<str>,
+    pub item: Arc<Item>,
+    pub upstream: BTreeMap<String, Value>,
+}
+
+pub type TaskFuture = Pin<Box<dyn Future<Output = Outcome> + Send>>;
+
+pub trait Stage: Send + Sync {
+    fn run(&self, input: TaskInput) -> TaskFuture;
+}
