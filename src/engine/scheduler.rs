@@ -350,3 +350,48 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         "(no message)".to_string()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::events::Silent;
+    use crate::engine::item::Dataset;
+    use crate::engine::pipeline::Pipeline;
+    use crate::stages::{Stage, TaskFuture};
+
+    struct Panics;
+
+    impl Stage for Panics {
+        fn run(&self, input: TaskInput) -> TaskFuture {
+            Box::pin(async move {
+                if input.item.id == "b" {
+                    panic!("bad item {}", input.item.id);
+                }
+                Outcome::Kept { output: Value::Null }
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_task_is_recorded_as_errored_and_the_run_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("i.jsonl"), "{\"id\": \"a\"}\n{\"id\": \"b\"}\n{\"id\": \"c\"}\n")
+            .unwrap();
+        let text = "name: p\nsource: {kind: jsonl, path: i.jsonl}\nstages:\n  - id: s\n    kind: noop\n  - id: t\n    kind: noop\n    needs: s\n";
+        let mut pipeline = Pipeline::from_text(&dir.path().join("p.yaml"), text).unwrap();
+        pipeline.stages[0].stage = Arc::new(Panics);
+        let data = Dataset::new(pipeline.source.load().unwrap().items, None);
+        let flow = Flow::new(&pipeline, &data);
+        let store = Store::open(&dir.path().join("state")).unwrap();
+        let limits = Limits::machine_defaults();
+        let summary = run(&flow, &store, &HashMap::new(), &limits, &mut Silent).await.unwrap();
+        assert_eq!(summary.errored, 1);
+        assert!(
+            matches!(&summary.states[0][1], TaskState::Errored { error, .. } if error == "the stage panicked: bad item b")
+        );
+        assert!(matches!(summary.states[1][0], TaskState::Kept { .. }));
+        assert!(matches!(summary.states[1][1], TaskState::Skipped { blocked: true }));
+        assert!(matches!(summary.states[1][2], TaskState::Kept { .. }));
+        assert_eq!(summary.executed, 5);
+    }
+}

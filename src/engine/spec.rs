@@ -107,10 +107,7 @@ pub fn parse_config<T: serde::de::DeserializeOwned>(config: &Mapping) -> Result<
     let value = serde_yaml::Value::Mapping(config.clone());
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
-        ConfigError {
-            key: clean_path(&path),
-            message: strip_location(&e.into_inner().to_string()),
-        }
+        ConfigError { key: clean_path(&path), message: strip_location(&e.into_inner().to_string()) }
     })
 }
 

@@ -1,0 +1,89 @@
+//! Shared helpers for the integration tests: a scratch directory with a pipeline and its items, and
+//! the real `curate` binary run on it.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub struct Scratch {
+    pub dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    pub fn new() -> Scratch {
+        Scratch { dir: tempfile::tempdir().expect("temp dir") }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.path(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(&path, text).expect("write");
+        path
+    }
+
+    /// `n` PR items `item-0000`…, one JSON object a line.
+    pub fn items(&self, name: &str, n: usize) -> PathBuf {
+        let text: String = (0..n).map(|i| format!("{{\"id\": \"item-{i:04}\", \"n\": {i}}}\n")).collect();
+        self.write(name, &text)
+    }
+
+    pub fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.path(name)).unwrap_or_default()
+    }
+
+    /// Runs `curate ARGS` in the scratch directory.
+    pub fn curate(&self, args: &[&str]) -> Output {
+        curate_cmd(self.dir.path(), args).output().expect("run curate")
+    }
+}
+
+pub fn curate_cmd(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_curate"));
+    cmd.args(args).current_dir(dir);
+    cmd
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The funnel of `curate report --format json`, as (stage, prs, comments) rows.
+pub fn funnel(s: &Scratch, pipeline: &str, extra: &[&str]) -> Vec<(String, u64, u64)> {
+    let mut args = vec!["report", pipeline, "--format", "json"];
+    args.extend_from_slice(extra);
+    let out = s.curate(&args);
+    assert!(out.status.success(), "report failed: {}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("report is JSON");
+    json["funnel"]
+        .as_array()
+        .expect("funnel array")
+        .iter()
+        .map(|r| {
+            (
+                r["stage"].as_str().unwrap_or_default().to_string(),
+                r["prs"].as_u64().unwrap_or(u64::MAX),
+                r["comments"].as_u64().unwrap_or(u64::MAX),
+            )
+        })
+        .collect()
+}
+
+/// Counts lines of a side-effect log: how many times each line was written.
+pub fn counts(log: &str) -> std::collections::HashMap<String, usize> {
+    let mut out = std::collections::HashMap::new();
+    for line in log.lines().filter(|l| !l.is_empty()) {
+        *out.entry(line.to_string()).or_default() += 1;
+    }
+    out
+}
