@@ -81,7 +81,18 @@ pub struct Flow<'a> {
 
 impl<'a> Flow<'a> {
     pub fn new(pipeline: &'a Pipeline, data: &'a Dataset) -> Flow<'a> {
-        let identities = data.items.iter().map(|i| ItemIdentity::new(&i.id, &i.data)).collect();
+        // A comment's result can depend on its PR (title, commits), so the PR's record is part of
+        // the comment's identity.
+        let own: Vec<ItemIdentity> = data.items.iter().map(|i| ItemIdentity::new(&i.id, &i.data)).collect();
+        let identities = data
+            .items
+            .iter()
+            .enumerate()
+            .map(|(x, item)| match item.scope {
+                Scope::Pr => own[x],
+                Scope::Comment => own[x].within(own[data.pr_index[x]]),
+            })
+            .collect();
         Flow { pipeline, data, identities }
     }
 

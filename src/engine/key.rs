@@ -79,6 +79,12 @@ impl ItemIdentity {
         let doc = serde_json::json!({ "id": id, "data": hex::encode(sha256(&canonical(data))) });
         ItemIdentity(sha256(&canonical(&doc)))
     }
+
+    /// This identity combined with its parent's (a comment's PR).
+    pub fn within(self, parent: ItemIdentity) -> ItemIdentity {
+        let doc = serde_json::json!({ "item": hex::encode(self.0), "parent": hex::encode(parent.0) });
+        ItemIdentity(sha256(&canonical(&doc)))
+    }
 }
 
 /// The key of one task. `upstream` pairs each consumed upstream stage id with the keys of the tasks

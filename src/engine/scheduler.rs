@@ -17,7 +17,7 @@ use tokio::task::JoinHandle;
 
 use crate::engine::events::{Event, Reporter, StageInfo};
 use crate::engine::flow::{Flow, Gate, TaskState};
-use crate::engine::item::{Item, Outcome};
+use crate::engine::item::{Item, Outcome, Scope};
 use crate::engine::key::TaskKey;
 use crate::engine::resources::{Limits, Resource};
 use crate::engine::store::{Finish, Record, RecordState, Store};
@@ -270,7 +270,8 @@ impl Scheduler<'_> {
         let start_ack =
             plan.side_effects.then(|| self.store.start(task.key, plan.id.clone(), item.id.clone()));
         let started = start_ack.is_some();
-        let input = TaskInput { stage: plan.id.clone(), item, upstream: task.upstream };
+        let pr = (item.scope == Scope::Comment).then(|| self.items[self.flow.data.pr_index[task.item]].clone());
+        let input = TaskInput { stage: plan.id.clone(), item, pr, upstream: task.upstream };
         let stage = plan.stage.clone();
         let tx = self.done_tx.clone();
         let x = task.item;

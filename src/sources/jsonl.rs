@@ -8,10 +8,11 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_yaml::Mapping;
 
+use super::lines::{Line, json_lines, problem};
 use super::{Ingest, Source, SourceContext};
 use crate::engine::item::Item;
 use crate::engine::spec::parse_config;
-use crate::errors::{ConfigError, Problem, SourceError};
+use crate::errors::{ConfigError, SourceError};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -54,70 +55,35 @@ fn id_field(obj: &serde_json::Map<String, Value>, field: &str) -> Result<Option<
 fn parse(file: &std::path::Path, bytes: &[u8]) -> Ingest {
     let mut ingest = Ingest::default();
     let mut seen: HashMap<String, usize> = HashMap::new();
-    let problem = |line: usize, field: Option<&str>, message: String| Problem {
-        file: file.to_path_buf(),
-        line,
-        field: field.map(str::to_string),
-        message,
-    };
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        ingest.problems.push(problem(1, None, "the file is empty: no items".into()));
-        return ingest;
-    }
-    for (n, raw) in bytes.split(|b| *b == b'\n').enumerate() {
-        let line = n + 1;
-        let Ok(text) = std::str::from_utf8(raw) else {
-            ingest.problems.push(problem(line, None, "not valid UTF-8".into()));
-            continue;
-        };
-        let text = text.trim();
-        if text.is_empty() {
-            continue;
-        }
-        let obj = match serde_json::from_str::<Value>(text) {
-            Ok(Value::Object(obj)) => obj,
-            Ok(_) => {
-                ingest.problems.push(problem(line, None, "not a JSON object".into()));
+    for Line { number, object } in json_lines(file, bytes, &mut ingest.problems) {
+        let (id, pr) = match (id_field(&object, "id"), id_field(&object, "pr")) {
+            (Ok(Some(id)), Ok(pr)) => (id, pr),
+            (Ok(None), _) => {
+                ingest.problems.push(problem(file, number, Some("id"), "missing"));
                 continue;
             }
-            Err(e) => {
-                ingest.problems.push(problem(line, None, format!("malformed JSON: {e}")));
+            (Err(e), _) => {
+                ingest.problems.push(problem(file, number, Some("id"), e));
                 continue;
             }
-        };
-        let id = match id_field(&obj, "id") {
-            Ok(Some(id)) => id,
-            Ok(None) => {
-                ingest.problems.push(problem(line, Some("id"), "missing".into()));
-                continue;
-            }
-            Err(e) => {
-                ingest.problems.push(problem(line, Some("id"), e));
-                continue;
-            }
-        };
-        let pr = match id_field(&obj, "pr") {
-            Ok(pr) => pr,
-            Err(e) => {
-                ingest.problems.push(problem(line, Some("pr"), e));
+            (_, Err(e)) => {
+                ingest.problems.push(problem(file, number, Some("pr"), e));
                 continue;
             }
         };
         if let Some(first) = seen.get(&id) {
-            ingest.problems.push(problem(
-                line,
-                Some("id"),
-                format!("duplicate id `{id}` (first on line {first})"),
-            ));
+            let message = format!("duplicate id `{id}` (first on line {first})");
+            ingest.problems.push(problem(file, number, Some("id"), message));
             continue;
         }
-        seen.insert(id.clone(), line);
-        let data = Value::Object(obj);
+        seen.insert(id.clone(), number);
+        let data = Value::Object(object);
         ingest.items.push(match pr {
             Some(pr) => Item::comment(id, pr, data),
             None => Item::pr(id, data),
         });
     }
+    ingest.problems.sort_by_key(|p| p.line);
     ingest
 }
 

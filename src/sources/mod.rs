@@ -9,11 +9,16 @@ use crate::engine::item::Item;
 use crate::errors::{ConfigError, Problem, SourceError};
 
 pub mod jsonl;
+pub mod lines;
+pub mod record;
+pub mod swe_care;
+pub mod swe_prbench;
 
 type BuildFn = fn(&SourceContext, &Mapping) -> Result<Box<dyn Source>, ConfigError>;
 
 /// Every source kind, by the name used in `source: {kind: ...}`.
-const REGISTRY: &[(&str, BuildFn)] = &[("jsonl", jsonl::build)];
+const REGISTRY: &[(&str, BuildFn)] =
+    &[("jsonl", jsonl::build), ("swe-care", swe_care::build), ("swe-prbench", swe_prbench::build)];
 
 pub fn kinds() -> impl Iterator<Item = &'static str> {
     REGISTRY.iter().map(|(name, _)| *name)

@@ -59,11 +59,14 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError>
     })
 }
 
-/// What stdin carries: the item's fields at the top level, and the upstream outputs.
+/// What stdin carries: the item's fields at the top level, for a comment its PR's record as
+/// `pull_request`, and the upstream outputs.
 #[derive(serde::Serialize)]
 struct Stdin<'a> {
     #[serde(flatten)]
     item: &'a crate::engine::item::Item,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pull_request: Option<&'a Value>,
     upstream: &'a std::collections::BTreeMap<String, Value>,
 }
 
@@ -73,7 +76,11 @@ impl Stage for Exec {
         let dir = self.dir.clone();
         let timeout = self.timeout;
         Box::pin(async move {
-            let stdin = match serde_json::to_vec(&Stdin { item: &input.item, upstream: &input.upstream }) {
+            let stdin = match serde_json::to_vec(&Stdin {
+                item: &input.item,
+                pull_request: input.pr.as_ref().map(|p| &p.data),
+                upstream: &input.upstream,
+            }) {
                 Ok(bytes) => bytes,
                 Err(e) => return Outcome::Errored { error: format!("cannot encode the item: {e}") },
             };

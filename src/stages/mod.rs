@@ -60,6 +60,8 @@ pub struct Built {
 pub struct TaskInput {
     pub stage: Arc<str>,
     pub item: Arc<Item>,
+    /// For a comment, the PR it belongs to.
+    pub pr: Option<Arc<Item>>,
     pub upstream: BTreeMap<String, Value>,
 }
 

@@ -1,0 +1,88 @@
+//! The shape every source gives its items, whatever the format it read: a [`PullRequest`] record for
+//! PR items and a [`ReviewComment`] record for comment items. Stages read these, never a source's own
+//! format, so a new source needs no change anywhere else.
+
+use std::path::{Component, Path};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// A pull request: the reviewed state is `head_commit`, the state that fixed what the review asked
+/// is `fixed_commit`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PullRequest {
+    /// `owner/name`.
+    pub repo: String,
+    pub number: Option<u64>,
+    pub title: String,
+    pub body: String,
+    pub language: Option<String>,
+    /// ISO 8601, when the PR (or the reviewed commit) was made; dependencies are pinned to it.
+    pub created_at: Option<String>,
+    pub base_commit: String,
+    pub head_commit: String,
+    pub fixed_commit: Option<String>,
+    /// The diff under review, base..head.
+    pub patch: Option<String>,
+    /// The diff base..fixed.
+    pub fixed_patch: Option<String>,
+    /// Whatever else the source had (issue text, metadata), kept as it was.
+    #[serde(default)]
+    pub extra: Map<String, Value>,
+}
+
+/// One human review comment on a PR.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReviewComment {
+    pub text: String,
+    /// Relative to the repository root; checked to stay inside it.
+    pub path: Option<String>,
+    /// The hunk as the review tool showed it, from its `@@` header to the commented line.
+    pub diff_hunk: Option<String>,
+    /// Line in the new (head) side of the diff; `None` for a comment on a deleted line.
+    pub line: Option<u64>,
+    pub start_line: Option<u64>,
+    /// Line in the diff the comment was first made on (the old side for deleted lines).
+    pub original_line: Option<u64>,
+    pub original_start_line: Option<u64>,
+    /// Position among the PR's comments, from 1.
+    pub index: usize,
+    #[serde(default)]
+    pub extra: Map<String, Value>,
+}
+
+/// Checks that a path from data stays inside the repository: relative, no `..`, no NUL.
+pub fn check_repo_path(path: &str) -> Result<(), String> {
+    if path.is_empty() {
+        return Err("is empty".into());
+    }
+    if path.contains('\0') {
+        return Err("contains a NUL byte".into());
+    }
+    let p = Path::new(path);
+    for c in p.components() {
+        match c {
+            Component::Normal(_) | Component::CurDir => {}
+            Component::ParentDir => return Err(format!("`{path}` escapes the repository (`..`)")),
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(format!("`{path}` is absolute; it must be relative to the repository"));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repo_paths_must_stay_inside() {
+        assert!(check_repo_path("src/a.py").is_ok());
+        assert!(check_repo_path("./a.py").is_ok());
+        assert!(check_repo_path("/etc/passwd").unwrap_err().contains("absolute"));
+        assert!(check_repo_path("src/../../x").unwrap_err().contains("escapes"));
+        assert!(check_repo_path("").is_err());
+        assert!(check_repo_path("a\0b").is_err());
+    }
+}

@@ -1,0 +1,232 @@
+//! `swe-care`: SWE-CARE JSONL, the c-CRAB paper's input. One PR a line; its
+//! `reference_review_comments` become comment items `<instance_id>#<n>`. The reviewed state is
+//! `commit_to_review.head_commit`, the fixed state `merged_commit`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use serde_yaml::Mapping;
+
+use super::lines::{Line, json_lines, problem, typed};
+use super::record::{PullRequest, ReviewComment, check_repo_path};
+use super::{Ingest, Source, SourceContext};
+use crate::engine::item::Item;
+use crate::engine::spec::parse_config;
+use crate::errors::{ConfigError, SourceError};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    path: PathBuf,
+}
+
+pub fn build(ctx: &SourceContext, config: &Mapping) -> Result<Box<dyn Source>, ConfigError> {
+    let config: Config = parse_config(config)?;
+    let path = ctx.dir.join(&config.path);
+    if !path.is_file() {
+        return Err(ConfigError::new("path", format!("{} is not a readable file", path.display())));
+    }
+    Ok(Box::new(SweCare { path }))
+}
+
+struct SweCare {
+    path: PathBuf,
+}
+
+impl Source for SweCare {
+    fn load(&self) -> Result<Ingest, SourceError> {
+        let bytes = std::fs::read(&self.path)
+            .map_err(|error| SourceError::Read { file: self.path.clone(), error })?;
+        Ok(parse(&self.path, &bytes))
+    }
+}
+
+#[derive(Deserialize)]
+struct Instance {
+    instance_id: String,
+    repo: String,
+    language: Option<String>,
+    pull_number: Option<u64>,
+    title: Option<String>,
+    body: Option<String>,
+    created_at: Option<String>,
+    base_commit: String,
+    commit_to_review: CommitToReview,
+    #[serde(default)]
+    reference_review_comments: Vec<Value>,
+    merged_commit: Option<String>,
+    merged_patch: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct CommitToReview {
+    head_commit: String,
+    patch_to_review: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct RawComment {
+    text: String,
+    path: Option<String>,
+    diff_hunk: Option<String>,
+    line: Option<u64>,
+    start_line: Option<u64>,
+    original_line: Option<u64>,
+    original_start_line: Option<u64>,
+}
+
+/// Fields mapped into the common record; everything else goes to `extra` as it was.
+const MAPPED: &[&str] = &[
+    "instance_id",
+    "repo",
+    "language",
+    "pull_number",
+    "title",
+    "body",
+    "created_at",
+    "base_commit",
+    "commit_to_review",
+    "reference_review_comments",
+    "merged_commit",
+    "merged_patch",
+];
+
+fn parse(file: &Path, bytes: &[u8]) -> Ingest {
+    let mut ingest = Ingest::default();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for Line { number, object } in json_lines(file, bytes, &mut ingest.problems) {
+        let mut extra: Map<String, Value> =
+            object.iter().filter(|(k, _)| !MAPPED.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+        if let Some(Value::String(msg)) = object.get("commit_to_review").and_then(|c| c.get("head_commit_message")) {
+            extra.insert("head_commit_message".into(), Value::String(msg.clone()));
+        }
+        let instance: Instance = match typed(Value::Object(object)) {
+            Ok(i) => i,
+            Err((field, message)) => {
+                ingest.problems.push(problem(file, number, field.as_deref(), message));
+                continue;
+            }
+        };
+        if instance.instance_id.trim().is_empty() {
+            ingest.problems.push(problem(file, number, Some("instance_id"), "is empty"));
+            continue;
+        }
+        if let Some(first) = seen.get(&instance.instance_id) {
+            let message = format!("duplicate id `{}` (first on line {first})", instance.instance_id);
+            ingest.problems.push(problem(file, number, Some("instance_id"), message));
+            continue;
+        }
+        seen.insert(instance.instance_id.clone(), number);
+        let pr = PullRequest {
+            repo: instance.repo,
+            number: instance.pull_number,
+            title: instance.title.unwrap_or_default(),
+            body: instance.body.unwrap_or_default(),
+            language: instance.language,
+            created_at: instance.created_at,
+            base_commit: instance.base_commit,
+            head_commit: instance.commit_to_review.head_commit,
+            fixed_commit: instance.merged_commit,
+            patch: instance.commit_to_review.patch_to_review,
+            fixed_patch: instance.merged_patch,
+            extra,
+        };
+        let id = instance.instance_id;
+        ingest.items.push(Item::pr(id.clone(), serde_json::to_value(&pr).unwrap_or(Value::Null)));
+        for (i, raw) in instance.reference_review_comments.into_iter().enumerate() {
+            let field = |f: Option<String>| {
+                Some(match f {
+                    Some(f) => format!("reference_review_comments[{i}].{f}"),
+                    None => format!("reference_review_comments[{i}]"),
+                })
+            };
+            let c: RawComment = match typed(raw) {
+                Ok(c) => c,
+                Err((f, message)) => {
+                    ingest.problems.push(problem(file, number, field(f).as_deref(), message));
+                    continue;
+                }
+            };
+            if let Some(path) = &c.path
+                && let Err(e) = check_repo_path(path)
+            {
+                ingest.problems.push(problem(file, number, field(Some("path".into())).as_deref(), e));
+                continue;
+            }
+            let comment = ReviewComment {
+                text: c.text,
+                path: c.path,
+                diff_hunk: c.diff_hunk,
+                line: c.line,
+                start_line: c.start_line,
+                original_line: c.original_line,
+                original_start_line: c.original_start_line,
+                index: i + 1,
+                extra: Map::new(),
+            };
+            let data = serde_json::to_value(&comment).unwrap_or(Value::Null);
+            ingest.items.push(Item::comment(format!("{id}#{}", i + 1), id.clone(), data));
+        }
+    }
+    ingest.problems.sort_by_key(|p| p.line);
+    ingest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::item::Scope;
+    use serde_json::json;
+
+    fn record(id: &str, comments: Value) -> String {
+        json!({
+            "instance_id": id, "repo": "o/r", "language": "Python", "pull_number": 3, "title": "T",
+            "body": "B", "created_at": "2024-01-02T03:04:05Z", "problem_statement": "P",
+            "hints_text": "", "resolved_issues": [], "base_commit": "aaa",
+            "commit_to_review": {"head_commit": "bbb", "head_commit_message": "m", "patch_to_review": "diff"},
+            "reference_review_comments": comments, "merged_commit": "ccc", "merged_patch": "diff2",
+            "metadata": {"difficulty": "easy"}
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn maps_a_record_into_a_pr_and_its_comments() {
+        let comments = json!([
+            {"text": "off by one", "path": "a.py", "diff_hunk": "@@ -1 +1 @@\n-x\n+y", "line": 1,
+             "start_line": null, "original_line": 1, "original_start_line": null},
+            {"text": "why?", "path": "b.py", "diff_hunk": null, "line": null, "start_line": null,
+             "original_line": 4, "original_start_line": null}
+        ]);
+        let ingest = parse(Path::new("x.jsonl"), record("o__r-3", comments).as_bytes());
+        assert!(ingest.problems.is_empty(), "{:?}", ingest.problems);
+        assert_eq!(ingest.items.len(), 3);
+        let pr: PullRequest = serde_json::from_value(ingest.items[0].data.clone()).unwrap();
+        assert_eq!((pr.head_commit.as_str(), pr.fixed_commit.as_deref()), ("bbb", Some("ccc")));
+        assert_eq!(pr.extra["metadata"], json!({"difficulty": "easy"}));
+        assert_eq!(pr.extra["head_commit_message"], json!("m"));
+        assert!(!pr.extra.contains_key("reference_review_comments"));
+        assert_eq!(ingest.items[2].id, "o__r-3#2");
+        assert_eq!(ingest.items[2].scope, Scope::Comment);
+        let c: ReviewComment = serde_json::from_value(ingest.items[2].data.clone()).unwrap();
+        assert_eq!((c.line, c.original_line, c.index), (None, Some(4), 2));
+    }
+
+    #[test]
+    fn bad_records_and_bad_comments_are_problems_with_line_and_field() {
+        let good = record("a", json!([{"text": "t", "path": "../../etc/passwd"}, {"path": "x.py"}, {"text": "ok", "path": "/abs.py"}, {"text": "fine", "path": "src/x.py"}]));
+        let missing = json!({"instance_id": "b", "repo": "o/r", "base_commit": "x", "commit_to_review": {}}).to_string();
+        let text = format!("{good}\n{missing}\n{}\n", record("a", json!([])));
+        let ingest = parse(Path::new("x.jsonl"), text.as_bytes());
+        let shown: Vec<String> = ingest.problems.iter().map(ToString::to_string).collect();
+        assert_eq!(ingest.items.len(), 2, "the PR and its one good comment: {shown:?}");
+        assert!(shown[0].starts_with("x.jsonl:1: field `reference_review_comments[0].path`: `../../etc/passwd` escapes"), "{shown:?}");
+        assert!(shown[1].starts_with("x.jsonl:1: field `reference_review_comments[1]`: missing field `text`"), "{shown:?}");
+        assert!(shown[2].contains("reference_review_comments[2].path`: `/abs.py` is absolute"), "{shown:?}");
+        assert!(shown[3].starts_with("x.jsonl:2: field `commit_to_review`: missing field `head_commit`"), "{shown:?}");
+        assert!(shown[4].starts_with("x.jsonl:3: field `instance_id`: duplicate id `a`"), "{shown:?}");
+        assert_eq!(shown.len(), 5);
+    }
+}
