@@ -236,7 +236,7 @@ stages:
     command: 'echo "start $CURATE_ITEM_ID" >> log.txt; sleep 1; echo "end $CURATE_ITEM_ID" >> log.txt'
 "#,
     );
-    let mut child = curate_cmd(s.dir.path(), &["run", "p.yaml"])
+    let child = curate_cmd(s.dir.path(), &["run", "p.yaml"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
