@@ -12,6 +12,7 @@ use crate::engine::locate::{locate, parse_path};
 use crate::engine::resources::Resource;
 use crate::engine::spec::{PipelineSpec, StageSpec};
 use crate::errors::SpecError;
+use crate::repo::Mirrors;
 use crate::sources::{self, Source, SourceContext};
 use crate::stages::{self, Stage, StageContext};
 
@@ -41,6 +42,9 @@ pub struct Pipeline {
     pub stages: Vec<StagePlan>,
     pub graph: StageGraph,
     pub concurrency: BTreeMap<Resource, usize>,
+    /// The cache directory (mirrors, recorded model answers).
+    pub cache: PathBuf,
+    pub mirrors: Arc<Mirrors>,
 }
 
 impl Pipeline {
@@ -127,9 +131,11 @@ impl Pipeline {
             )
         })?;
 
+        let cache = dir.join(spec.defaults.cache.clone().unwrap_or_else(|| PathBuf::from("cache")));
+        let mirrors = Arc::new(Mirrors::new(&spec.defaults.repos.url, &dir, &cache));
         let mut stages = Vec::with_capacity(spec.stages.len());
         for (i, (stage, needs)) in spec.stages.iter().zip(needs).enumerate() {
-            stages.push(plan_stage(i, stage, needs, &dir, &err)?);
+            stages.push(plan_stage(i, stage, needs, &dir, &mirrors, &err)?);
         }
         Ok(Pipeline {
             name: spec.name,
@@ -139,6 +145,8 @@ impl Pipeline {
             stages,
             graph,
             concurrency: spec.defaults.concurrency,
+            cache,
+            mirrors,
         })
     }
 
@@ -184,9 +192,10 @@ fn plan_stage(
     spec: &StageSpec,
     needs: Vec<usize>,
     dir: &Path,
+    mirrors: &Arc<Mirrors>,
     err: &impl Fn(String, String) -> SpecError,
 ) -> Result<StagePlan, SpecError> {
-    let ctx = StageContext { dir, id: &spec.id };
+    let ctx = StageContext { dir, id: &spec.id, mirrors };
     let built = match stages::build(&spec.kind, &ctx, &spec.config) {
         None => {
             let known: Vec<_> = stages::kinds().collect();

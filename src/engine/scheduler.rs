@@ -270,7 +270,8 @@ impl Scheduler<'_> {
         let start_ack =
             plan.side_effects.then(|| self.store.start(task.key, plan.id.clone(), item.id.clone()));
         let started = start_ack.is_some();
-        let pr = (item.scope == Scope::Comment).then(|| self.items[self.flow.data.pr_index[task.item]].clone());
+        let pr =
+            (item.scope == Scope::Comment).then(|| self.items[self.flow.data.pr_index[task.item]].clone());
         let input = TaskInput { stage: plan.id.clone(), item, pr, upstream: task.upstream };
         let stage = plan.stage.clone();
         let tx = self.done_tx.clone();

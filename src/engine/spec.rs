@@ -37,6 +37,31 @@ pub struct Defaults {
     /// Tasks of each resource kind that may run at once.
     #[serde(default)]
     pub concurrency: BTreeMap<Resource, usize>,
+    /// The cache directory (repository mirrors, recorded model answers), relative to the pipeline
+    /// file; default `cache` beside it.
+    pub cache: Option<std::path::PathBuf>,
+    #[serde(default)]
+    pub repos: Repos,
+}
+
+/// Where repositories come from.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Repos {
+    /// Clone URL template: `{repo}` is `owner/name`, `{owner}` and `{name}` its parts. A relative
+    /// path is relative to the pipeline file, so a directory of local mirrors works offline.
+    #[serde(default = "default_repo_url")]
+    pub url: String,
+}
+
+fn default_repo_url() -> String {
+    "https://github.com/{repo}.git".into()
+}
+
+impl Default for Repos {
+    fn default() -> Repos {
+        Repos { url: default_repo_url() }
+    }
 }
 
 /// One stage. Keys other than the common ones below belong to the stage kind's config.

@@ -97,9 +97,14 @@ fn parse(file: &Path, bytes: &[u8]) -> Ingest {
     let mut ingest = Ingest::default();
     let mut seen: HashMap<String, usize> = HashMap::new();
     for Line { number, object } in json_lines(file, bytes, &mut ingest.problems) {
-        let mut extra: Map<String, Value> =
-            object.iter().filter(|(k, _)| !MAPPED.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
-        if let Some(Value::String(msg)) = object.get("commit_to_review").and_then(|c| c.get("head_commit_message")) {
+        let mut extra: Map<String, Value> = object
+            .iter()
+            .filter(|(k, _)| !MAPPED.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if let Some(Value::String(msg)) =
+            object.get("commit_to_review").and_then(|c| c.get("head_commit_message"))
+        {
             extra.insert("head_commit_message".into(), Value::String(msg.clone()));
         }
         let instance: Instance = match typed(Value::Object(object)) {
@@ -216,16 +221,31 @@ mod tests {
 
     #[test]
     fn bad_records_and_bad_comments_are_problems_with_line_and_field() {
-        let good = record("a", json!([{"text": "t", "path": "../../etc/passwd"}, {"path": "x.py"}, {"text": "ok", "path": "/abs.py"}, {"text": "fine", "path": "src/x.py"}]));
-        let missing = json!({"instance_id": "b", "repo": "o/r", "base_commit": "x", "commit_to_review": {}}).to_string();
+        let good = record(
+            "a",
+            json!([{"text": "t", "path": "../../etc/passwd"}, {"path": "x.py"}, {"text": "ok", "path": "/abs.py"}, {"text": "fine", "path": "src/x.py"}]),
+        );
+        let missing = json!({"instance_id": "b", "repo": "o/r", "base_commit": "x", "commit_to_review": {}})
+            .to_string();
         let text = format!("{good}\n{missing}\n{}\n", record("a", json!([])));
         let ingest = parse(Path::new("x.jsonl"), text.as_bytes());
         let shown: Vec<String> = ingest.problems.iter().map(ToString::to_string).collect();
         assert_eq!(ingest.items.len(), 2, "the PR and its one good comment: {shown:?}");
-        assert!(shown[0].starts_with("x.jsonl:1: field `reference_review_comments[0].path`: `../../etc/passwd` escapes"), "{shown:?}");
-        assert!(shown[1].starts_with("x.jsonl:1: field `reference_review_comments[1]`: missing field `text`"), "{shown:?}");
+        assert!(
+            shown[0].starts_with(
+                "x.jsonl:1: field `reference_review_comments[0].path`: `../../etc/passwd` escapes"
+            ),
+            "{shown:?}"
+        );
+        assert!(
+            shown[1].starts_with("x.jsonl:1: field `reference_review_comments[1]`: missing field `text`"),
+            "{shown:?}"
+        );
         assert!(shown[2].contains("reference_review_comments[2].path`: `/abs.py` is absolute"), "{shown:?}");
-        assert!(shown[3].starts_with("x.jsonl:2: field `commit_to_review`: missing field `head_commit`"), "{shown:?}");
+        assert!(
+            shown[3].starts_with("x.jsonl:2: field `commit_to_review`: missing field `head_commit`"),
+            "{shown:?}"
+        );
         assert!(shown[4].starts_with("x.jsonl:3: field `instance_id`: duplicate id `a`"), "{shown:?}");
         assert_eq!(shown.len(), 5);
     }

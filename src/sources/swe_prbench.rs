@@ -206,8 +206,11 @@ mod tests {
                    "num_substantive_comments": 1})
             .to_string()
         };
-        std::fs::write(dir.path().join("prs.jsonl"), format!("{}\n{}\n{{\"task_id\": 1}}\n", pr("d__1"), pr("d__2")))
-            .unwrap();
+        std::fs::write(
+            dir.path().join("prs.jsonl"),
+            format!("{}\n{}\n{{\"task_id\": 1}}\n", pr("d__1"), pr("d__2")),
+        )
+        .unwrap();
         std::fs::create_dir(dir.path().join("annotations")).unwrap();
         let ann = json!({"task_id": "d__1", "comments": [
             {"comment_id": "c_1", "body": "Out of scope", "file": "dask/system.py", "line": 82,

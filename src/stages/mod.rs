@@ -14,14 +14,17 @@ use serde_yaml::Mapping;
 use crate::engine::item::{Item, Outcome, Scope};
 use crate::engine::resources::Resource;
 use crate::errors::ConfigError;
+use crate::repo::Mirrors;
 
+pub mod comment_context;
 pub mod exec;
 pub mod noop;
 
 type BuildFn = fn(&StageContext, &Mapping) -> Result<Built, ConfigError>;
 
 /// Every stage kind, by the name used in `kind:`.
-const REGISTRY: &[(&str, BuildFn)] = &[("noop", noop::build), ("exec", exec::build)];
+const REGISTRY: &[(&str, BuildFn)] =
+    &[("noop", noop::build), ("exec", exec::build), ("comment_context", comment_context::build)];
 
 pub fn kinds() -> impl Iterator<Item = &'static str> {
     REGISTRY.iter().map(|(name, _)| *name)
@@ -37,6 +40,8 @@ pub struct StageContext<'a> {
     /// The pipeline file's directory: relative paths in config are relative to it.
     pub dir: &'a Path,
     pub id: &'a str,
+    /// The pipeline's repository mirrors, shared by every stage.
+    pub mirrors: &'a Arc<Mirrors>,
 }
 
 /// A built stage and the facts the engine needs about it.

@@ -1,0 +1,57 @@
+import pytest
+
+from semverlite import Version, compare, is_valid, parse
+
+
+def test_parse():
+    assert parse("1.2.3") == Version(1, 2, 3)
+    assert parse(" v10.0.7 ") == Version(10, 0, 7)
+
+
+@pytest.mark.parametrize("text", ["", "1", "1.2", "1.2.3.4", "01.2.3", "1.2.x", "1.-2.3"])
+def test_parse_rejects(text):
+    with pytest.raises(ValueError):
+        parse(text)
+
+
+def test_str():
+    assert str(Version(1, 2, 3)) == "1.2.3"
+
+
+@pytest.mark.parametrize(
+    "a, b, expected",
+    [
+        ("1.2.3", "1.2.3", 0),
+        ("1.2.3", "1.2.4", -1),
+        ("1.10.0", "1.9.3", 1),
+        ("2.0.0", "10.0.0", -1),
+        ("v1.0.0", "1.0.0", 0),
+    ],
+)
+def test_compare(a, b, expected):
+    assert compare(a, b) == expected
+
+
+def test_sorting():
+    versions = [parse(v) for v in ["1.10.0", "1.2.0", "0.9.9", "1.9.0"]]
+    assert [str(v) for v in sorted(versions)] == ["0.9.9", "1.2.0", "1.9.0", "1.10.0"]
+
+
+def test_is_valid():
+    assert is_valid("1.0.0")
+    assert not is_valid("1.0")
+
+
+def test_parse_prerelease():
+    assert parse("1.0.0-rc.1") == Version(1, 0, 0, "rc.1")
+    assert parse("2.1.0-alpha") == Version(2, 1, 0, "alpha")
+
+
+@pytest.mark.parametrize("text", ["1.2.3", "1.0.0-alpha", "2.0.0-rc.1", "0.1.0-x-y.7"])
+def test_str_round_trip(text):
+    assert str(parse(text)) == text
+
+
+def test_compare_prereleases():
+    assert compare("1.0.0-alpha", "1.0.0-beta") == -1
+    assert compare("1.0.0-rc.1", "1.0.0-rc.1") == 0

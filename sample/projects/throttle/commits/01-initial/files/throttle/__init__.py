@@ -1,0 +1,5 @@
+"""Rate limiting helpers."""
+
+from .bucket import TokenBucket
+
+__all__ = ["TokenBucket"]

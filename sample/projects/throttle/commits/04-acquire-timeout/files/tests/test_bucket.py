@@ -1,0 +1,98 @@
+import pytest
+
+from throttle import TokenBucket
+
+
+def test_starts_full(clock):
+    bucket = TokenBucket(rate=1, capacity=3, clock=clock)
+    assert bucket.available == 3
+    assert all(bucket.try_acquire() for _ in range(3))
+    assert not bucket.try_acquire()
+
+
+def test_refills_over_time(clock):
+    bucket = TokenBucket(rate=2, capacity=4, clock=clock)
+    assert bucket.try_acquire(4)
+    clock.advance(0.5)
+    assert bucket.available == 1
+    assert bucket.try_acquire()
+    assert not bucket.try_acquire()
+
+
+def test_never_exceeds_capacity(clock):
+    bucket = TokenBucket(rate=10, capacity=2, clock=clock)
+    clock.advance(60)
+    assert bucket.available == 2
+
+
+def test_clock_going_backwards_is_ignored(clock):
+    bucket = TokenBucket(rate=1, capacity=1, clock=clock)
+    assert bucket.try_acquire()
+    clock.advance(-5)
+    assert bucket.available == 0
+
+
+@pytest.mark.parametrize("rate, capacity", [(0, 1), (-1, 1), (1, 0), (1, -2)])
+def test_rejects_bad_arguments(rate, capacity):
+    with pytest.raises(ValueError):
+        TokenBucket(rate=rate, capacity=capacity)
+
+
+def test_rejects_non_positive_request(clock):
+    bucket = TokenBucket(rate=1, capacity=1, clock=clock)
+    with pytest.raises(ValueError):
+        bucket.try_acquire(0)
+
+
+def test_repr(clock):
+    bucket = TokenBucket(rate=5, capacity=10, clock=clock)
+    bucket.try_acquire(3)
+    assert repr(bucket) == "TokenBucket(rate=5, capacity=10, available=7.00)"
+
+
+def test_wait_time_when_empty(clock):
+    bucket = TokenBucket(rate=2, capacity=2, clock=clock)
+    assert bucket.try_acquire(2)
+    assert bucket.wait_time() == 0.5
+
+
+def test_acquire_sleeps_until_refilled(clock):
+    bucket = TokenBucket(rate=1, capacity=1, clock=clock)
+    bucket.acquire()
+    slept = []
+
+    def fake_sleep(seconds):
+        slept.append(seconds)
+        clock.advance(seconds)
+
+    bucket.acquire(sleep=fake_sleep)
+    assert slept == [1.0]
+
+
+def test_wait_time_is_zero_when_available(clock):
+    bucket = TokenBucket(rate=1, capacity=5, clock=clock)
+    assert bucket.wait_time() == 0.0
+    assert bucket.wait_time(5) == 0.0
+
+
+def test_acquire_more_than_capacity_raises(clock):
+    bucket = TokenBucket(rate=1, capacity=2, clock=clock)
+
+    def no_sleep(seconds):
+        raise AssertionError("should not sleep")
+
+    with pytest.raises(ValueError):
+        bucket.acquire(3, sleep=no_sleep)
+
+
+def test_acquire_timeout(clock):
+    bucket = TokenBucket(rate=1, capacity=2, clock=clock)
+    assert bucket.acquire(2) is True
+    assert bucket.acquire(1, timeout=0) is False
+    assert bucket.acquire(2, timeout=1.5) is False
+    assert bucket.available == 0
+
+    def fake_sleep(seconds):
+        clock.advance(seconds)
+
+    assert bucket.acquire(1, timeout=1, sleep=fake_sleep) is True

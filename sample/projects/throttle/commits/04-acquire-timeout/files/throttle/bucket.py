@@ -1,0 +1,85 @@
+"""A token bucket rate limiter."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+
+class TokenBucket:
+    """Allow bursts of up to ``capacity`` operations, refilled at ``rate`` per second.
+
+    ``clock`` returns the current time in seconds.  It defaults to
+    :func:`time.monotonic` and can be replaced in tests.
+    """
+
+    def __init__(
+        self, rate: float, capacity: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if rate <= 0:
+            raise ValueError("rate must be positive")
+        if capacity <= 0:
+            raise ValueError("capacity must be positive")
+        self.rate = rate
+        self.capacity = capacity
+        self._clock = clock
+        self._tokens = float(capacity)
+        self._updated = clock()
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(rate={self.rate!r}, capacity={self.capacity!r}, "
+            f"available={self.available:.2f})"
+        )
+
+    def _refill(self) -> None:
+        now = self._clock()
+        elapsed = max(0.0, now - self._updated)
+        self._tokens = min(self.capacity, self._tokens + elapsed * self.rate)
+        self._updated = now
+
+    @property
+    def available(self) -> float:
+        """Number of tokens that could be taken right now."""
+        self._refill()
+        return self._tokens
+
+    def try_acquire(self, tokens: float = 1) -> bool:
+        """Take ``tokens`` and return True if enough are available, else return False."""
+        if tokens <= 0:
+            raise ValueError("tokens must be positive")
+        self._refill()
+        if tokens <= self._tokens:
+            self._tokens -= tokens
+            return True
+        return False
+
+    def wait_time(self, tokens: float = 1) -> float:
+        """Seconds until ``tokens`` can be taken; 0.0 if they are available now."""
+        self._refill()
+        return max(0.0, (tokens - self._tokens) / self.rate)
+
+    def acquire(
+        self,
+        tokens: float = 1,
+        timeout: float | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> bool:
+        """Wait until ``tokens`` are available, take them and return True.
+
+        With a ``timeout`` in seconds, return False straight away (taking
+        nothing) if the tokens will not be available within that time;
+        ``timeout=0`` never sleeps.  Raises ValueError if ``tokens`` exceeds
+        the capacity, because such a request could never succeed.
+        """
+        if tokens > self.capacity:
+            raise ValueError(
+                f"cannot acquire {tokens} tokens from a bucket of capacity {self.capacity}"
+            )
+        deadline = None if timeout is None else self._clock() + timeout
+        while not self.try_acquire(tokens):
+            delay = self.wait_time(tokens)
+            if deadline is not None and self._clock() + delay > deadline:
+                return False
+            sleep(delay)
+        return True

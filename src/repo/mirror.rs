@@ -1,0 +1,334 @@
+//! A cache of bare mirrors, one per repository, under `<cache>/repos/<owner>/<name>.git`. A repository
+//! is cloned once, from a URL made from a template (`https://github.com/{repo}.git` by default, or a
+//! directory of local mirrors), and fetched again only when a commit asked for is missing.
+
+use std::fs::OpenOptions;
+use std::path::{Path, PathBuf};
+
+use git2::{Delta, DiffFindOptions, DiffFormat, DiffOptions, Oid, Repository};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RepoError {
+    #[error("`{0}` is not a repository name of the form owner/name")]
+    BadName(String),
+    #[error("cannot get {repo} from {url}: {error}")]
+    Clone { repo: String, url: String, error: String },
+    #[error("commit {commit} is not in {repo} (fetched from {url})")]
+    MissingCommit { repo: String, commit: String, url: String },
+    #[error("{repo}: {error}")]
+    Git { repo: String, error: String },
+    #[error("mirror cache {dir}: {error}")]
+    Io { dir: PathBuf, error: std::io::Error },
+}
+
+impl RepoError {
+    /// Whether the data is at fault (a commit that does not exist) rather than the infrastructure.
+    pub fn is_data_error(&self) -> bool {
+        matches!(self, RepoError::BadName(_) | RepoError::MissingCommit { .. })
+    }
+}
+
+pub struct Mirrors {
+    /// Clone URL template: `{repo}` is `owner/name`, `{owner}` and `{name}` its parts.
+    url: String,
+    dir: PathBuf,
+}
+
+/// What became of a file between two commits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathFate {
+    Same,
+    Renamed(String),
+    Deleted,
+}
+
+fn split(repo: &str) -> Result<(&str, &str), RepoError> {
+    let bad = || RepoError::BadName(repo.to_string());
+    let (owner, name) = repo.split_once('/').ok_or_else(bad)?;
+    let ok = |s: &str| {
+        !s.is_empty()
+            && !s.starts_with('.')
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    };
+    if ok(owner) && ok(name) { Ok((owner, name)) } else { Err(bad()) }
+}
+
+impl Mirrors {
+    /// `url` is the clone URL template; a template that is a relative path is taken relative to
+    /// `base`. Mirrors live under `cache/repos`.
+    pub fn new(url: &str, base: &Path, cache: &Path) -> Mirrors {
+        let url = if url.contains("://") || Path::new(url).is_absolute() {
+            url.to_string()
+        } else {
+            base.join(url).to_string_lossy().into_owned()
+        };
+        Mirrors { url, dir: cache.join("repos") }
+    }
+
+    pub fn url_for(&self, repo: &str) -> Result<String, RepoError> {
+        let (owner, name) = split(repo)?;
+        Ok(self.url.replace("{repo}", repo).replace("{owner}", owner).replace("{name}", name))
+    }
+
+    pub fn path_for(&self, repo: &str) -> Result<PathBuf, RepoError> {
+        let (owner, name) = split(repo)?;
+        Ok(self.dir.join(owner).join(format!("{name}.git")))
+    }
+
+    /// The mirror of `repo`, cloned on first use and fetched when one of `commits` is missing.
+    /// Blocking: call it off the async runtime.
+    pub fn open(&self, repo: &str, commits: &[&str]) -> Result<Mirror, RepoError> {
+        let path = self.path_for(repo)?;
+        let url = self.url_for(repo)?;
+        let parent = path.parent().unwrap_or(&self.dir).to_path_buf();
+        let io = |error| RepoError::Io { dir: parent.clone(), error };
+        std::fs::create_dir_all(&parent).map_err(io)?;
+        // One process and thread at a time per repository; the OS releases it if we die.
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path.with_extension("git.lock"))
+            .map_err(io)?;
+        lock.lock().map_err(io)?;
+        let repository = match Repository::open_bare(&path) {
+            Ok(r) => r,
+            Err(_) => clone(repo, &url, &path)?,
+        };
+        let missing = |r: &Repository| commits.iter().any(|c| resolve(r, c).is_err());
+        if missing(&repository) {
+            fetch(&repository, &url).map_err(|error| RepoError::Clone {
+                repo: repo.to_string(),
+                url: url.clone(),
+                error: error.message().to_string(),
+            })?;
+        }
+        for c in commits {
+            if resolve(&repository, c).is_err() {
+                return Err(RepoError::MissingCommit { repo: repo.to_string(), commit: c.to_string(), url });
+            }
+        }
+        drop(lock);
+        Ok(Mirror { repo: repository, name: repo.to_string(), path })
+    }
+}
+
+fn resolve(repo: &Repository, commit: &str) -> Result<Oid, git2::Error> {
+    Ok(repo.revparse_single(commit)?.peel_to_commit()?.id())
+}
+
+/// Every ref of the source, so PR heads (`refs/pull/*`) come along with branches and tags.
+const REFSPEC: &str = "+refs/*:refs/*";
+
+fn fetch(repo: &Repository, url: &str) -> Result<(), git2::Error> {
+    let mut remote = repo.remote_anonymous(url)?;
+    remote.fetch(&[REFSPEC], None, None)
+}
+
+/// Clones into a temporary directory beside the target and renames it into place, so a crash never
+/// leaves a half-made mirror where a whole one is expected.
+fn clone(name: &str, url: &str, path: &Path) -> Result<Repository, RepoError> {
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let failed = |error: git2::Error| RepoError::Clone {
+        repo: name.into(),
+        url: url.into(),
+        error: error.message().into(),
+    };
+    let repo = Repository::init_bare(&tmp).map_err(failed)?;
+    if let Err(e) = fetch(&repo, url) {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(failed(e));
+    }
+    drop(repo);
+    std::fs::rename(&tmp, path).map_err(|error| RepoError::Io { dir: path.to_path_buf(), error })?;
+    Repository::open_bare(path).map_err(failed)
+}
+
+pub struct Mirror {
+    repo: Repository,
+    name: String,
+    path: PathBuf,
+}
+
+impl Mirror {
+    fn git(&self, error: git2::Error) -> RepoError {
+        RepoError::Git { repo: self.name.clone(), error: error.message().to_string() }
+    }
+
+    fn commit(&self, commit: &str) -> Result<git2::Commit<'_>, RepoError> {
+        let oid = resolve(&self.repo, commit).map_err(|e| self.git(e))?;
+        self.repo.find_commit(oid).map_err(|e| self.git(e))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The file's bytes at `commit`, or `None` if it does not exist there.
+    pub fn file_at(&self, commit: &str, path: &str) -> Result<Option<Vec<u8>>, RepoError> {
+        let tree = self.commit(commit)?.tree().map_err(|e| self.git(e))?;
+        let entry = match tree.get_path(Path::new(path)) {
+            Ok(entry) => entry,
+            Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
+            Err(e) => return Err(self.git(e)),
+        };
+        let object = entry.to_object(&self.repo).map_err(|e| self.git(e))?;
+        Ok(object.as_blob().map(|b| b.content().to_vec()))
+    }
+
+    /// Seconds since the epoch of the commit's committer date.
+    pub fn commit_time(&self, commit: &str) -> Result<i64, RepoError> {
+        Ok(self.commit(commit)?.time().seconds())
+    }
+
+    /// The unified diff `from..to`, as `git diff` prints it.
+    pub fn diff(&self, from: &str, to: &str) -> Result<String, RepoError> {
+        let a = self.commit(from)?.tree().map_err(|e| self.git(e))?;
+        let b = self.commit(to)?.tree().map_err(|e| self.git(e))?;
+        let diff = self
+            .repo
+            .diff_tree_to_tree(Some(&a), Some(&b), Some(&mut DiffOptions::new()))
+            .map_err(|e| self.git(e))?;
+        let mut out = Vec::new();
+        diff.print(DiffFormat::Patch, |_, _, line| {
+            if matches!(line.origin(), '+' | '-' | ' ') {
+                out.push(line.origin() as u8);
+            }
+            out.extend_from_slice(line.content());
+            true
+        })
+        .map_err(|e| self.git(e))?;
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    /// What became of `path` between two commits, with rename detection.
+    pub fn fate(&self, from: &str, to: &str, path: &str) -> Result<PathFate, RepoError> {
+        let a = self.commit(from)?.tree().map_err(|e| self.git(e))?;
+        let b = self.commit(to)?.tree().map_err(|e| self.git(e))?;
+        let mut diff = self.repo.diff_tree_to_tree(Some(&a), Some(&b), None).map_err(|e| self.git(e))?;
+        diff.find_similar(Some(DiffFindOptions::new().renames(true))).map_err(|e| self.git(e))?;
+        for delta in diff.deltas() {
+            if delta.old_file().path() != Some(Path::new(path)) {
+                continue;
+            }
+            return Ok(match delta.status() {
+                Delta::Deleted => PathFate::Deleted,
+                Delta::Renamed => PathFate::Renamed(
+                    delta.new_file().path().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default(),
+                ),
+                _ => PathFate::Same,
+            });
+        }
+        Ok(PathFate::Same)
+    }
+
+    /// A working copy of `commit` in `dest` (which must not exist), with its own `.git`, so tools
+    /// that read the version from git metadata work. Does not touch the network.
+    pub fn materialize(&self, commit: &str, dest: &Path) -> Result<(), RepoError> {
+        let oid = self.commit(commit)?.id();
+        let url = self.path.to_string_lossy().into_owned();
+        let mut checkout = git2::build::CheckoutBuilder::new();
+        checkout.dry_run();
+        let repo = git2::build::RepoBuilder::new()
+            .bare(false)
+            .with_checkout(checkout)
+            .clone(&url, dest)
+            .map_err(|e| self.git(e))?;
+        // The commit may be reachable only from refs a plain clone does not take (refs/pull/*).
+        if repo.find_commit(oid).is_err() {
+            repo.remote_anonymous(&url)
+                .and_then(|mut r| r.fetch(&[REFSPEC.replace(":refs/", ":refs/mirror/").as_str()], None, None))
+                .map_err(|e| self.git(e))?;
+        }
+        let object = repo.find_object(oid, None).map_err(|e| self.git(e))?;
+        repo.checkout_tree(&object, Some(git2::build::CheckoutBuilder::new().force()))
+            .map_err(|e| self.git(e))?;
+        repo.set_head_detached(oid).map_err(|e| self.git(e))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    /// A real repository made with the git CLI: a file, a change to it, a rename, a deletion.
+    fn fixture(dir: &Path) -> Vec<String> {
+        let src = dir.join("src/acme/widgets");
+        std::fs::create_dir_all(&src).unwrap();
+        let git = |args: &[&str]| {
+            let out = Command::new("git")
+                .args(["-c", "user.name=T", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"])
+                .args(args)
+                .current_dir(&src)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        git(&["init", "-q", "-b", "main"]);
+        let mut commits = Vec::new();
+        let body: String = (0..20).map(|i| format!("v{i} = {i}\n")).collect();
+        std::fs::write(src.join("a.py"), format!("x = 1\n{body}")).unwrap();
+        std::fs::write(src.join("gone.py"), "pass\n").unwrap();
+        git(&["add", "."]);
+        git(&["commit", "-qm", "one"]);
+        commits.push(git(&["rev-parse", "HEAD"]));
+        std::fs::write(src.join("a.py"), format!("x = 2\n{body}")).unwrap();
+        git(&["rm", "-q", "gone.py"]);
+        git(&["mv", "a.py", "b.py"]);
+        git(&["add", "."]);
+        git(&["commit", "-qm", "two"]);
+        commits.push(git(&["rev-parse", "HEAD"]));
+        // A commit reachable only from a PR ref, as on GitHub.
+        git(&["checkout", "-q", "-b", "pr"]);
+        std::fs::write(src.join("c.py"), "z = 1\n").unwrap();
+        git(&["add", "."]);
+        git(&["commit", "-qm", "three"]);
+        commits.push(git(&["rev-parse", "HEAD"]));
+        git(&["update-ref", "refs/pull/1/head", "HEAD"]);
+        git(&["checkout", "-q", "main"]);
+        git(&["branch", "-q", "-D", "pr"]);
+        commits
+    }
+
+    #[test]
+    fn mirrors_read_files_diffs_fates_and_materialize() {
+        let dir = tempfile::tempdir().unwrap();
+        let commits = fixture(dir.path());
+        let mirrors = Mirrors::new("src/{repo}", dir.path(), &dir.path().join("cache"));
+        let m = mirrors.open("acme/widgets", &[&commits[0], &commits[2]]).unwrap();
+        assert!(dir.path().join("cache/repos/acme/widgets.git").is_dir());
+
+        assert!(m.file_at(&commits[0], "a.py").unwrap().unwrap().starts_with(b"x = 1\nv0 = 0\n"));
+        assert_eq!(m.file_at(&commits[1], "a.py").unwrap(), None);
+        assert_eq!(m.fate(&commits[0], &commits[1], "a.py").unwrap(), PathFate::Renamed("b.py".into()));
+        assert_eq!(m.fate(&commits[0], &commits[1], "gone.py").unwrap(), PathFate::Deleted);
+        let diff = m.diff(&commits[1], &commits[2]).unwrap();
+        assert!(diff.contains("+++ b/c.py\n@@ -0,0 +1 @@\n+z = 1\n"), "{diff}");
+        assert!(m.commit_time(&commits[0]).unwrap() > 1_600_000_000);
+
+        let out = dir.path().join("work");
+        m.materialize(&commits[2], &out).unwrap();
+        assert_eq!(std::fs::read_to_string(out.join("c.py")).unwrap(), "z = 1\n");
+        assert!(out.join(".git").is_dir());
+
+        // A second open neither clones nor fetches: the source can be gone.
+        std::fs::rename(dir.path().join("src"), dir.path().join("moved")).unwrap();
+        assert!(mirrors.open("acme/widgets", &[&commits[1]]).is_ok());
+        let err = mirrors.open("acme/widgets", &["0123456789abcdef0123456789abcdef01234567"]).err().unwrap();
+        assert!(matches!(err, RepoError::Clone { .. }), "a missing commit triggers a fetch: {err}");
+    }
+
+    #[test]
+    fn repository_names_cannot_escape_the_cache() {
+        let m = Mirrors::new("https://example.invalid/{repo}.git", Path::new("."), Path::new("cache"));
+        assert!(m.path_for("a/b").is_ok());
+        assert!(m.path_for("../b").is_err());
+        assert!(m.path_for("a/..").is_err());
+        assert!(m.path_for("a").is_err());
+        assert_eq!(m.url_for("o/n").unwrap(), "https://example.invalid/o/n.git");
+    }
+}

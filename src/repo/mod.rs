@@ -1,0 +1,7 @@
+//! Repository access through git2: a cache of bare mirrors, reading files and commits from them, and
+//! aligning review comments to the code they were made on.
+
+pub mod align;
+pub mod mirror;
+
+pub use mirror::{Mirror, Mirrors, PathFate, RepoError};

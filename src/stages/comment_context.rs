@@ -1,0 +1,128 @@
+//! `comment_context`: per review comment, the code it is about. Aligns the comment's diff hunk to the
+//! file at the reviewed commit and extracts the commented lines with some lines around them, plus the
+//! whole file at the reviewed commit and at the fixed commit (following a rename). Comments that
+//! cannot be placed are rejected with the reason: no file, a file missing or deleted by the fix, a hunk
+//! that no longer matches, no fixed commit.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use serde_yaml::Mapping;
+
+use super::{Built, Stage, StageContext, TaskFuture, TaskInput};
+use crate::engine::item::{Outcome, Scope};
+use crate::engine::resources::Resource;
+use crate::engine::spec::parse_config;
+use crate::errors::ConfigError;
+use crate::repo::align::{align, window};
+use crate::repo::{Mirrors, PathFate, RepoError};
+use crate::sources::record::{PullRequest, ReviewComment};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    /// Lines of code kept above and below the commented lines.
+    #[serde(default = "default_context")]
+    context_lines: u64,
+}
+
+fn default_context() -> u64 {
+    10
+}
+
+struct CommentContext {
+    mirrors: Arc<Mirrors>,
+    context_lines: u64,
+}
+
+pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError> {
+    let config: Config = parse_config(config)?;
+    Ok(Built {
+        stage: Arc::new(CommentContext { mirrors: ctx.mirrors.clone(), context_lines: config.context_lines }),
+        version: 1,
+        scope: Scope::Comment,
+        resource: Resource::Cpu,
+        side_effects: false,
+        files: Vec::new(),
+    })
+}
+
+fn reject(reason: impl Into<String>) -> Outcome {
+    Outcome::Rejected { reason: reason.into() }
+}
+
+impl Stage for CommentContext {
+    fn run(&self, input: TaskInput) -> TaskFuture {
+        let mirrors = self.mirrors.clone();
+        let around = self.context_lines;
+        Box::pin(async move {
+            let joined = tokio::task::spawn_blocking(move || context(&mirrors, &input, around)).await;
+            joined.unwrap_or_else(|e| Outcome::Errored { error: format!("the git worker failed: {e}") })
+        })
+    }
+}
+
+fn text(bytes: Vec<u8>) -> Option<String> {
+    String::from_utf8(bytes).ok()
+}
+
+fn context(mirrors: &Mirrors, input: &TaskInput, around: u64) -> Outcome {
+    let Some(pr) = input.pr.as_ref() else {
+        return Outcome::Errored { error: "a comment task without its PR".into() };
+    };
+    let (pr, comment) = match (
+        serde_json::from_value::<PullRequest>(pr.data.clone()),
+        serde_json::from_value::<ReviewComment>(input.item.data.clone()),
+    ) {
+        (Ok(pr), Ok(c)) => (pr, c),
+        _ => return reject("the item is not a PR review comment record (use a PR source such as swe-care)"),
+    };
+    let Some(path) = comment.path.clone() else { return reject("the comment is not on a file") };
+    let Some(fixed) = pr.fixed_commit.clone() else { return reject("the PR has no fixed commit") };
+    let mirror = match mirrors.open(&pr.repo, &[&pr.head_commit, &fixed]) {
+        Ok(m) => m,
+        Err(e) if e.is_data_error() => return reject(e.to_string()),
+        Err(e) => return Outcome::Errored { error: e.to_string() },
+    };
+    let git_error = |e: RepoError| Outcome::Errored { error: e.to_string() };
+    let before = match mirror.file_at(&pr.head_commit, &path) {
+        Ok(Some(bytes)) => match text(bytes) {
+            Some(t) => t,
+            None => return reject("the commented file is not UTF-8 text"),
+        },
+        Ok(None) => return reject("the commented file does not exist at the reviewed commit"),
+        Err(e) => return git_error(e),
+    };
+    let fixed_path = match mirror.fate(&pr.head_commit, &fixed, &path) {
+        Ok(PathFate::Same) => path.clone(),
+        Ok(PathFate::Renamed(to)) => to,
+        Ok(PathFate::Deleted) => return reject("the fix deleted the commented file"),
+        Err(e) => return git_error(e),
+    };
+    let after = match mirror.file_at(&fixed, &fixed_path) {
+        Ok(Some(bytes)) => text(bytes),
+        Ok(None) => None,
+        Err(e) => return git_error(e),
+    };
+    let aligned = match align(&comment, &before) {
+        Ok(a) => a,
+        Err(e) => return reject(e.to_string()),
+    };
+    let (context_start, code_context) = window(&before, aligned.start, aligned.end, around);
+    Outcome::Kept {
+        output: json!({
+            "path": path,
+            "fixed_path": fixed_path,
+            "side": aligned.side,
+            "start_line": aligned.start,
+            "end_line": aligned.end,
+            "moved": aligned.moved,
+            "code": aligned.code,
+            "context_start": context_start,
+            "context": code_context,
+            "file_before": before,
+            "file_after": after.map_or(Value::Null, Value::String),
+        }),
+    }
+}
