@@ -12,6 +12,7 @@ use crate::engine::locate::{locate, parse_path};
 use crate::engine::resources::Resource;
 use crate::engine::spec::{PipelineSpec, StageSpec};
 use crate::errors::SpecError;
+use crate::llm::LlmSpec;
 use crate::repo::Mirrors;
 use crate::sources::{self, Source, SourceContext};
 use crate::stages::{self, Stage, StageContext};
@@ -30,6 +31,8 @@ pub struct StagePlan {
     pub stage: Arc<dyn Stage>,
     pub side_effects: bool,
     pub fingerprint: StageFingerprint,
+    /// The stage kind's own config, as written.
+    pub config: serde_yaml::Mapping,
 }
 
 pub struct Pipeline {
@@ -45,6 +48,7 @@ pub struct Pipeline {
     /// The cache directory (mirrors, recorded model answers).
     pub cache: PathBuf,
     pub mirrors: Arc<Mirrors>,
+    pub llm: LlmSpec,
 }
 
 impl Pipeline {
@@ -135,7 +139,14 @@ impl Pipeline {
         let mirrors = Arc::new(Mirrors::new(&spec.defaults.repos.url, &dir, &cache));
         let mut stages = Vec::with_capacity(spec.stages.len());
         for (i, (stage, needs)) in spec.stages.iter().zip(needs).enumerate() {
-            stages.push(plan_stage(i, stage, needs, &dir, &mirrors, &err)?);
+            let ctx = StageContext {
+                dir: &dir,
+                id: &stage.id,
+                mirrors: &mirrors,
+                llm: &spec.defaults.llm,
+                cache: &cache,
+            };
+            stages.push(plan_stage(i, stage, needs, &ctx, &err)?);
         }
         Ok(Pipeline {
             name: spec.name,
@@ -147,6 +158,7 @@ impl Pipeline {
             concurrency: spec.defaults.concurrency,
             cache,
             mirrors,
+            llm: spec.defaults.llm,
         })
     }
 
@@ -191,12 +203,11 @@ fn plan_stage(
     i: usize,
     spec: &StageSpec,
     needs: Vec<usize>,
-    dir: &Path,
-    mirrors: &Arc<Mirrors>,
+    ctx: &StageContext,
     err: &impl Fn(String, String) -> SpecError,
 ) -> Result<StagePlan, SpecError> {
-    let ctx = StageContext { dir, id: &spec.id, mirrors };
-    let built = match stages::build(&spec.kind, &ctx, &spec.config) {
+    let dir = ctx.dir;
+    let built = match stages::build(&spec.kind, ctx, &spec.config) {
         None => {
             let known: Vec<_> = stages::kinds().collect();
             return Err(err(
@@ -229,6 +240,9 @@ fn plan_stage(
     })?;
     if let serde_json::Value::Object(map) = &mut config {
         map.insert("scope".into(), serde_json::Value::String(scope.to_string()));
+        if !built.fingerprint_extra.is_null() {
+            map.insert("(settings)".into(), built.fingerprint_extra.clone());
+        }
     }
     Ok(StagePlan {
         id: spec.id.as_str().into(),
@@ -241,6 +255,7 @@ fn plan_stage(
         stage: built.stage,
         side_effects: built.side_effects,
         fingerprint: StageFingerprint::new(&spec.kind, built.version, &config, &files),
+        config: spec.config.clone(),
     })
 }
 

@@ -22,7 +22,8 @@ use crate::engine::key::TaskKey;
 use crate::engine::resources::{Limits, Resource};
 use crate::engine::store::{Finish, Record, RecordState, Store};
 use crate::errors::StoreError;
-use crate::stages::TaskInput;
+use crate::llm::Usage;
+use crate::stages::{Meter, TaskInput};
 
 /// How a run ended.
 pub struct RunSummary {
@@ -43,6 +44,7 @@ struct Done {
     outcome: Outcome,
     started: bool,
     duration: Duration,
+    usage: Usage,
 }
 
 struct Running {
@@ -272,7 +274,9 @@ impl Scheduler<'_> {
         let started = start_ack.is_some();
         let pr =
             (item.scope == Scope::Comment).then(|| self.items[self.flow.data.pr_index[task.item]].clone());
-        let input = TaskInput { stage: plan.id.clone(), item, pr, upstream: task.upstream };
+        let meter = Arc::new(Meter::default());
+        let input =
+            TaskInput { stage: plan.id.clone(), item, pr, upstream: task.upstream, meter: meter.clone() };
         let stage = plan.stage.clone();
         let tx = self.done_tx.clone();
         let x = task.item;
@@ -285,7 +289,9 @@ impl Scheduler<'_> {
                 };
                 if let Err(e) = recorded {
                     let outcome = Outcome::Errored { error: format!("cannot record the task's start: {e}") };
-                    let _ = tx.send(Done { stage: s, item: x, outcome, started, duration: t0.elapsed() });
+                    let usage = Usage::default();
+                    let _ =
+                        tx.send(Done { stage: s, item: x, outcome, started, duration: t0.elapsed(), usage });
                     return;
                 }
             }
@@ -295,7 +301,8 @@ impl Scheduler<'_> {
                 .unwrap_or_else(|panic| Outcome::Errored {
                     error: format!("the stage panicked: {}", panic_message(panic.as_ref())),
                 });
-            let _ = tx.send(Done { stage: s, item: x, outcome, started, duration: t0.elapsed() });
+            let usage = meter.total();
+            let _ = tx.send(Done { stage: s, item: x, outcome, started, duration: t0.elapsed(), usage });
         });
         self.running.insert((s, x), Running { handle, key: task.key, started, since: Instant::now() });
     }
@@ -320,6 +327,7 @@ impl Scheduler<'_> {
             outcome: Some(done.outcome.clone()),
             started: done.started,
             duration: done.duration,
+            usage: done.usage,
         });
         self.settle(done.stage, done.item, state_of(running.key, done.outcome), false, reporter);
     }
@@ -336,6 +344,7 @@ impl Scheduler<'_> {
                 outcome: None,
                 started: running.started,
                 duration: running.since.elapsed(),
+                usage: Usage::default(),
             });
             self.states[s][x] =
                 TaskState::Errored { key: running.key, error: "interrupted by the user".into() };

@@ -42,6 +42,9 @@ pub struct Defaults {
     pub cache: Option<std::path::PathBuf>,
     #[serde(default)]
     pub repos: Repos,
+    /// Model settings for every LLM stage; a stage's own `llm:` overrides them field by field.
+    #[serde(default)]
+    pub llm: crate::llm::LlmSpec,
 }
 
 /// Where repositories come from.

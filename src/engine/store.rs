@@ -19,6 +19,7 @@ use tokio::sync::oneshot;
 use crate::engine::item::Outcome;
 use crate::engine::key::TaskKey;
 use crate::errors::StoreError;
+use crate::llm::Usage;
 
 const SCHEMA_VERSION: i64 = 1;
 const DB_FILE: &str = "state.db";
@@ -74,6 +75,7 @@ pub struct Record {
     pub message: Option<String>,
     pub attempts: i64,
     pub duration_ms: Option<i64>,
+    pub usage: Usage,
 }
 
 /// What a finished task reports.
@@ -87,6 +89,8 @@ pub struct Finish {
     /// Whether a `running` row was written when it started (then the attempt is already counted).
     pub started: bool,
     pub duration: Duration,
+    /// Model tokens the task used.
+    pub usage: Usage,
 }
 
 enum Msg {
@@ -138,7 +142,9 @@ impl Store {
                  attempts INTEGER NOT NULL DEFAULT 0,
                  started_at REAL,
                  finished_at REAL,
-                 duration_ms INTEGER
+                 duration_ms INTEGER,
+                 prompt_tokens INTEGER NOT NULL DEFAULT 0,
+                 completion_tokens INTEGER NOT NULL DEFAULT 0
              ) WITHOUT ROWID;",
         )
         .map_err(sqlite)?;
@@ -266,11 +272,14 @@ fn apply(conn: &mut Connection, batch: &[Msg]) -> rusqlite::Result<()> {
                  started_at = excluded.started_at, finished_at = NULL, duration_ms = NULL",
         )?;
         let mut finish = tx.prepare_cached(
-            "INSERT INTO tasks (key, stage, item, state, output, message, attempts, started_at, finished_at, duration_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?8, ?9)
+            "INSERT INTO tasks (key, stage, item, state, output, message, attempts, started_at, finished_at,
+                 duration_ms, prompt_tokens, completion_tokens)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?8, ?9, ?11, ?12)
              ON CONFLICT(key) DO UPDATE SET state = excluded.state, output = excluded.output,
                  message = excluded.message, finished_at = excluded.finished_at,
                  duration_ms = excluded.duration_ms,
+                 prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+                 completion_tokens = completion_tokens + excluded.completion_tokens,
                  attempts = attempts + ?10",
         )?;
         let now = now();
@@ -305,6 +314,8 @@ fn apply(conn: &mut Connection, batch: &[Msg]) -> rusqlite::Result<()> {
                         now,
                         ms,
                         if f.started { 0 } else { 1 },
+                        f.usage.prompt_tokens as i64,
+                        f.usage.completion_tokens as i64,
                     ])?;
                 }
                 Msg::Flush(_) => {}
@@ -323,7 +334,10 @@ pub fn load(dir: &Path) -> Result<HashMap<TaskKey, Record>, StoreError> {
     let conn = open_connection(&db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
     let sqlite = |error| StoreError::Sqlite { db: db.clone(), error };
     let mut stmt = conn
-        .prepare("SELECT key, stage, item, state, output, message, attempts, duration_ms FROM tasks")
+        .prepare(
+            "SELECT key, stage, item, state, output, message, attempts, duration_ms, prompt_tokens,
+                    completion_tokens FROM tasks",
+        )
         .map_err(sqlite)?;
     let rows = stmt
         .query_map([], |r| {
@@ -342,6 +356,10 @@ pub fn load(dir: &Path) -> Result<HashMap<TaskKey, Record>, StoreError> {
                     message: r.get(5)?,
                     attempts: r.get(6)?,
                     duration_ms: r.get(7)?,
+                    usage: Usage {
+                        prompt_tokens: r.get::<_, i64>(8)? as u64,
+                        completion_tokens: r.get::<_, i64>(9)? as u64,
+                    },
                 },
             ))
         })
@@ -386,6 +404,7 @@ mod tests {
             outcome,
             started,
             duration: Duration::from_millis(5),
+            usage: Usage { prompt_tokens: 10, completion_tokens: 2 },
         }
     }
 
@@ -407,6 +426,11 @@ mod tests {
         assert_eq!(rows[&key(2)].message.as_deref(), Some("chatty"));
         assert_eq!(rows[&key(3)].attempts, 2);
         assert_eq!(rows[&key(3)].message.as_deref(), Some("down again"));
+        assert_eq!(
+            rows[&key(3)].usage,
+            Usage { prompt_tokens: 20, completion_tokens: 4 },
+            "summed over attempts"
+        );
         assert_eq!(rows[&key(4)].state, RecordState::Running, "a start with no end stays visible");
     }
 

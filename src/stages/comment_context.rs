@@ -45,6 +45,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError>
         resource: Resource::Cpu,
         side_effects: false,
         files: Vec::new(),
+        fingerprint_extra: Value::Null,
     })
 }
 

@@ -56,6 +56,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError>
         resource: Resource::Cpu,
         side_effects: true,
         files: Vec::new(),
+        fingerprint_extra: Value::Null,
     })
 }
 

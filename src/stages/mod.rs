@@ -14,17 +14,23 @@ use serde_yaml::Mapping;
 use crate::engine::item::{Item, Outcome, Scope};
 use crate::engine::resources::Resource;
 use crate::errors::ConfigError;
+use crate::llm::{LlmSpec, Usage};
 use crate::repo::Mirrors;
 
 pub mod comment_context;
 pub mod exec;
 pub mod noop;
+pub mod review_filter;
 
 type BuildFn = fn(&StageContext, &Mapping) -> Result<Built, ConfigError>;
 
 /// Every stage kind, by the name used in `kind:`.
-const REGISTRY: &[(&str, BuildFn)] =
-    &[("noop", noop::build), ("exec", exec::build), ("comment_context", comment_context::build)];
+const REGISTRY: &[(&str, BuildFn)] = &[
+    ("noop", noop::build),
+    ("exec", exec::build),
+    ("comment_context", comment_context::build),
+    ("review_filter", review_filter::build),
+];
 
 pub fn kinds() -> impl Iterator<Item = &'static str> {
     REGISTRY.iter().map(|(name, _)| *name)
@@ -42,6 +48,10 @@ pub struct StageContext<'a> {
     pub id: &'a str,
     /// The pipeline's repository mirrors, shared by every stage.
     pub mirrors: &'a Arc<Mirrors>,
+    /// The pipeline's `defaults.llm`; a stage's own `llm:` goes on top.
+    pub llm: &'a LlmSpec,
+    /// The cache directory (`cache/llm` holds recorded model answers).
+    pub cache: &'a Path,
 }
 
 /// A built stage and the facts the engine needs about it.
@@ -57,6 +67,9 @@ pub struct Built {
     /// Files named by the config, relative to the pipeline directory; their contents are hashed into
     /// every task key of the stage.
     pub files: Vec<String>,
+    /// Settings outside the stage's config that change its results (the model, its temperature),
+    /// hashed into every task key; `Value::Null` for none.
+    pub fingerprint_extra: Value,
 }
 
 /// What a task gets: the item and the outputs of the upstream tasks it consumed, by stage id. A PR
@@ -68,6 +81,26 @@ pub struct TaskInput {
     /// For a comment, the PR it belongs to.
     pub pr: Option<Arc<Item>>,
     pub upstream: BTreeMap<String, Value>,
+    /// Where the task adds the model tokens it used.
+    #[serde(skip)]
+    pub meter: Arc<Meter>,
+}
+
+/// Token usage of one task, added to by the stage, read by the scheduler when the task ends.
+#[derive(Debug, Default)]
+pub struct Meter(std::sync::Mutex<Usage>);
+
+impl Meter {
+    pub fn add(&self, usage: Usage) {
+        if let Ok(mut u) = self.0.lock() {
+            u.prompt_tokens += usage.prompt_tokens;
+            u.completion_tokens += usage.completion_tokens;
+        }
+    }
+
+    pub fn total(&self) -> Usage {
+        self.0.lock().map(|u| *u).unwrap_or_default()
+    }
 }
 
 pub type TaskFuture = Pin<Box<dyn Future<Output = Outcome> + Send>>;

@@ -1,0 +1,205 @@
+//! A chat call: the recorded answer if there is one, otherwise one request through async-openai and
+//! the retrying transport, recorded for next time. Identical requests in flight are sent once.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use async_openai::Client;
+use async_openai::config::OpenAIConfig;
+use async_openai::error::OpenAIError;
+use async_openai::types::chat::CreateChatCompletionRequest;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use tokio::sync::OnceCell;
+
+use super::cache::{CacheMode, ResponseCache};
+use super::config::LlmSettings;
+use super::transport::Transport;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+}
+
+impl Message {
+    pub fn system(content: impl Into<String>) -> Message {
+        Message { role: "system".into(), content: content.into() }
+    }
+    pub fn user(content: impl Into<String>) -> Message {
+        Message { role: "user".into(), content: content.into() }
+    }
+    pub fn assistant(content: impl Into<String>) -> Message {
+        Message { role: "assistant".into(), content: content.into() }
+    }
+}
+
+/// Everything that decides an answer; its hash names the recorded answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    pub model: String,
+    pub messages: Vec<Message>,
+    pub temperature: f32,
+    pub max_tokens: u32,
+    pub seed: Option<i64>,
+}
+
+impl ChatRequest {
+    pub fn hash(&self) -> String {
+        // Serializing plain strings and numbers cannot fail; field order is fixed by the struct.
+        let bytes = serde_json::to_vec(self).unwrap_or_default();
+        hex::encode(Sha256::digest(&bytes))
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    pub text: String,
+    /// The model that answered, as the server named it.
+    pub model: String,
+    pub usage: Usage,
+    pub elapsed_ms: u64,
+    /// Seconds since the epoch.
+    pub created_at: u64,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LlmError {
+    #[error(
+        "no recorded answer for request {hash} and the LLM cache is in replay mode; start a model server (scripts/model-server) and set CURATE_LLM_CACHE=readwrite to record it"
+    )]
+    ReplayMiss { hash: String },
+    #[error("the model server failed: {0}")]
+    Failed(String),
+}
+
+pub struct Llm {
+    pub settings: LlmSettings,
+    client: Client<OpenAIConfig>,
+    cache: ResponseCache,
+    in_flight: Mutex<HashMap<String, Arc<Pending>>>,
+}
+
+/// A request in flight; later askers of the same request wait on it.
+type Pending = OnceCell<Result<Answer, LlmError>>;
+
+fn describe(e: &OpenAIError) -> String {
+    match e {
+        OpenAIError::ApiError(api) => format!("HTTP {}: {}", api.status_code, api.api_error.message),
+        OpenAIError::Reqwest(r) if r.is_timeout() => format!("timed out: {r}"),
+        other => other.to_string(),
+    }
+}
+
+impl Llm {
+    /// `cache_dir` is where recorded answers live (`cache/llm`).
+    pub fn new(settings: LlmSettings, cache_dir: &Path) -> Result<Llm, String> {
+        let config = OpenAIConfig::new().with_api_base(&settings.base_url).with_api_key(&settings.api_key);
+        let client = Client::with_config(config).with_http_service(Transport::new(&settings)?);
+        Ok(Llm {
+            settings,
+            client,
+            cache: ResponseCache::new(cache_dir),
+            in_flight: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn request(&self, messages: Vec<Message>) -> ChatRequest {
+        ChatRequest {
+            model: self.settings.model.clone(),
+            messages,
+            temperature: self.settings.temperature,
+            max_tokens: self.settings.max_tokens,
+            seed: self.settings.seed,
+        }
+    }
+
+    /// The answer and whether it came from the cache.
+    pub async fn chat(&self, request: &ChatRequest) -> Result<(Answer, bool), LlmError> {
+        let hash = request.hash();
+        if self.settings.cache != CacheMode::Off
+            && let Some(answer) = self.cache.get(&hash)
+        {
+            return Ok((answer, true));
+        }
+        if self.settings.cache == CacheMode::Replay {
+            return Err(LlmError::ReplayMiss { hash });
+        }
+        let cell = {
+            let mut map = self.in_flight.lock().map_err(|_| LlmError::Failed("lock poisoned".into()))?;
+            map.entry(hash.clone()).or_default().clone()
+        };
+        let mut ours = false;
+        let result = cell
+            .get_or_init(|| {
+                ours = true;
+                self.call(request)
+            })
+            .await
+            .clone();
+        if ours {
+            if let (Ok(answer), CacheMode::Readwrite) = (&result, self.settings.cache) {
+                let _ = self.cache.put(&hash, request, answer);
+            }
+            if let Ok(mut map) = self.in_flight.lock() {
+                map.remove(&hash);
+            }
+        }
+        result.map(|a| (a, !ours))
+    }
+
+    async fn call(&self, request: &ChatRequest) -> Result<Answer, LlmError> {
+        let body = serde_json::json!({
+            "model": request.model,
+            "messages": request.messages,
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+            "seed": request.seed,
+        });
+        let typed: CreateChatCompletionRequest = serde_json::from_value(body)
+            .map_err(|e| LlmError::Failed(format!("cannot build the request: {e}")))?;
+        let mut attempt = 0;
+        loop {
+            let t0 = Instant::now();
+            match self.client.chat().create(typed.clone()).await {
+                Ok(response) => {
+                    let text = response
+                        .choices
+                        .first()
+                        .and_then(|c| c.message.content.clone())
+                        .ok_or_else(|| LlmError::Failed("the answer has no message content".into()))?;
+                    let usage = response.usage.map_or(Usage::default(), |u| Usage {
+                        prompt_tokens: u64::from(u.prompt_tokens),
+                        completion_tokens: u64::from(u.completion_tokens),
+                    });
+                    let created_at = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_secs());
+                    return Ok(Answer {
+                        text,
+                        model: response.model,
+                        usage,
+                        elapsed_ms: t0.elapsed().as_millis() as u64,
+                        created_at,
+                    });
+                }
+                // A body that is not a chat completion (a proxy's error page, a cut-off stream):
+                // the transport saw a 200, so retry here.
+                Err(e @ OpenAIError::JSONDeserialize(..)) if attempt < self.settings.max_retries => {
+                    let _ = e;
+                    tokio::time::sleep(self.settings.backoff).await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(LlmError::Failed(describe(&e))),
+            }
+        }
+    }
+}

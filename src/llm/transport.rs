@@ -1,0 +1,146 @@
+//! The HTTP exchange under async-openai. async-openai builds the request and parses the answer; this
+//! service sends it, and retries 429s, 5xx, timeouts and dropped connections with exponential backoff
+//! and jitter, waiting as long as a `Retry-After` header asks. Each endpoint (base URL) has one
+//! concurrency limit and requests-per-minute window, shared by every stage that talks to it; retry
+//! policy and timeout are each client's own.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use async_openai::error::OpenAIError;
+use async_openai::middleware::HttpRequestFactory;
+use reqwest::Response;
+use tokio::sync::Semaphore;
+
+use super::config::LlmSettings;
+
+/// Longest wait between two attempts, whatever the server asks.
+const MAX_DELAY: Duration = Duration::from_secs(120);
+
+/// The limits shared by everyone who talks to one server.
+pub struct Endpoint {
+    permits: Semaphore,
+    rpm: Option<(u32, Mutex<VecDeque<Instant>>)>,
+}
+
+/// The endpoint for `settings.base_url`, made on first use; later users share its limits.
+fn endpoint(settings: &LlmSettings) -> Result<Arc<Endpoint>, String> {
+    static ENDPOINTS: OnceLock<Mutex<HashMap<String, Arc<Endpoint>>>> = OnceLock::new();
+    let mut all = ENDPOINTS.get_or_init(Default::default).lock().map_err(|_| "endpoint registry poisoned")?;
+    if let Some(e) = all.get(&settings.base_url) {
+        return Ok(e.clone());
+    }
+    let endpoint = Arc::new(Endpoint {
+        permits: Semaphore::new(settings.concurrency),
+        rpm: settings.requests_per_minute.map(|n| (n.max(1), Mutex::new(VecDeque::new()))),
+    });
+    all.insert(settings.base_url.clone(), endpoint.clone());
+    Ok(endpoint)
+}
+
+fn retry_after(response: &Response) -> Option<Duration> {
+    let value = response.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    value.trim().parse::<f64>().ok().filter(|s| *s >= 0.0).map(Duration::from_secs_f64)
+}
+
+impl Endpoint {
+    /// Waits until one more request fits in the last minute's window.
+    async fn wait_for_rate(&self) {
+        let Some((limit, window)) = &self.rpm else { return };
+        loop {
+            let wait = {
+                let Ok(mut w) = window.lock() else { return };
+                let now = Instant::now();
+                while w.front().is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(60)) {
+                    w.pop_front();
+                }
+                if w.len() < *limit as usize {
+                    w.push_back(now);
+                    return;
+                }
+                w.front().map_or(Duration::ZERO, |t| {
+                    Duration::from_secs(60).saturating_sub(now.duration_since(*t))
+                })
+            };
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+/// The tower service async-openai sends through: one client's HTTP connection pool and retry
+/// policy, over its endpoint's shared limits.
+#[derive(Clone)]
+pub struct Transport {
+    endpoint: Arc<Endpoint>,
+    http: reqwest::Client,
+    max_retries: u32,
+    backoff: Duration,
+}
+
+impl Transport {
+    pub fn new(settings: &LlmSettings) -> Result<Transport, String> {
+        let http = reqwest::Client::builder()
+            .timeout(settings.timeout)
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
+        Ok(Transport {
+            endpoint: endpoint(settings)?,
+            http,
+            max_retries: settings.max_retries,
+            backoff: settings.backoff,
+        })
+    }
+
+    fn delay(&self, attempt: u32) -> Duration {
+        let exp = self.backoff.saturating_mul(1u32 << attempt.min(16));
+        // Jitter over the upper half, so many clients do not retry in step.
+        exp.mul_f64(0.5 + rand::random::<f64>() * 0.5).min(MAX_DELAY)
+    }
+
+    async fn send(self, factory: HttpRequestFactory) -> Result<Response, OpenAIError> {
+        let permits = &self.endpoint.permits;
+        let _permit = permits.acquire().await.map_err(|e| OpenAIError::InvalidArgument(e.to_string()))?;
+        let mut attempt = 0;
+        loop {
+            self.endpoint.wait_for_rate().await;
+            let request = factory.build().await?;
+            let wait = match self.http.execute(request).await {
+                Ok(r) if r.status().as_u16() == 429 || r.status().is_server_error() => {
+                    if attempt >= self.max_retries {
+                        return Ok(r);
+                    }
+                    retry_after(&r).unwrap_or_else(|| self.delay(attempt))
+                }
+                Ok(r) => return Ok(r),
+                Err(e) if e.is_builder() => return Err(OpenAIError::Reqwest(e)),
+                Err(e) => {
+                    if attempt >= self.max_retries {
+                        return Err(OpenAIError::Reqwest(e));
+                    }
+                    self.delay(attempt)
+                }
+            };
+            tokio::time::sleep(wait.min(MAX_DELAY)).await;
+            attempt += 1;
+        }
+    }
+}
+
+impl tower::Service<HttpRequestFactory> for Transport {
+    type Response = Response;
+    type Error = OpenAIError;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, OpenAIError>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, factory: HttpRequestFactory) -> Self::Future {
+        Box::pin(self.clone().send(factory))
+    }
+}

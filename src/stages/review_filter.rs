@@ -1,0 +1,262 @@
+//! `review_filter` (the paper's section 4.2.1): per review comment, a model decides whether it raises a
+//! specific, actionable, objectively verifiable issue (keep) or not (drop), names one of ten
+//! categories and gives a one-sentence reason. Dropped comments are rejected with that reason. An
+//! answer that is not the JSON asked for gets one more try with the parse error; then the comment is
+//! rejected as `unparseable`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use serde_yaml::Mapping;
+
+use super::{Built, Stage, StageContext, TaskFuture, TaskInput};
+use crate::engine::item::{Outcome, Scope};
+use crate::engine::resources::Resource;
+use crate::engine::spec::parse_config;
+use crate::errors::ConfigError;
+use crate::llm::client::Llm;
+use crate::llm::json::extract_object;
+use crate::llm::prompt::Template;
+use crate::llm::{LlmError, LlmSpec, Message, Usage};
+use crate::sources::record::{PullRequest, ReviewComment};
+
+/// The paper's ten review categories.
+pub const CATEGORIES: [&str; 10] = [
+    "functional correctness",
+    "testing",
+    "robustness",
+    "compatibility",
+    "documentation",
+    "design",
+    "error handling",
+    "maintainability",
+    "efficiency",
+    "security",
+];
+
+/// What the prompt may use.
+const PLACEHOLDERS: [&str; 4] = ["pr_title", "path", "diff_hunk", "comment"];
+
+/// Lines of the diff hunk shown to the model: the end, where the commented line is.
+const HUNK_LINES: usize = 16;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The prompt template, relative to the pipeline file.
+    pub prompt: PathBuf,
+    /// The labelled set `curate gold` measures the prompt on.
+    pub gold: Option<PathBuf>,
+    /// `curate gold` fails below this precision on the held-out split.
+    #[serde(default = "default_bar")]
+    pub precision_bar: f64,
+    #[serde(default)]
+    pub llm: LlmSpec,
+}
+
+fn default_bar() -> f64 {
+    0.86
+}
+
+/// The filter itself, shared by the stage and `curate gold`.
+pub struct Filter {
+    pub llm: Arc<Llm>,
+    template: Template,
+}
+
+/// What the model decided.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    pub keep: bool,
+    pub category: Option<String>,
+    pub reason: String,
+}
+
+pub enum Judgement {
+    Verdict(Verdict, Usage),
+    Unparseable { error: String, usage: Usage },
+}
+
+/// The fields the prompt is filled with.
+pub struct Fields<'a> {
+    pub pr_title: &'a str,
+    pub path: &'a str,
+    pub diff_hunk: &'a str,
+    pub comment: &'a str,
+}
+
+fn normalize_category(c: &str) -> Option<String> {
+    let c = c.trim().to_lowercase().replace(['_', '-'], " ");
+    CATEGORIES
+        .iter()
+        .find(|k| **k == c || (c == "correctness" && **k == "functional correctness"))
+        .map(|k| k.to_string())
+}
+
+fn parse_verdict(text: &str) -> Result<Verdict, String> {
+    #[derive(Deserialize)]
+    struct Raw {
+        verdict: String,
+        category: Option<String>,
+        reason: Option<String>,
+    }
+    let value = extract_object(text)?;
+    let raw: Raw =
+        serde_json::from_value(value).map_err(|e| format!("the JSON object is not a verdict: {e}"))?;
+    let keep = match raw.verdict.trim().to_lowercase().as_str() {
+        "keep" => true,
+        "drop" => false,
+        other => return Err(format!("`verdict` must be \"keep\" or \"drop\", not \"{other}\"")),
+    };
+    let category =
+        match raw.category.as_deref().map(str::trim).filter(|c| !c.is_empty() && *c != "null") {
+            Some(c) => Some(normalize_category(c).ok_or_else(|| {
+                format!("`category` must be one of: {}; not \"{c}\"", CATEGORIES.join(", "))
+            })?),
+            None if keep => return Err("a kept comment needs a `category`".into()),
+            None => None,
+        };
+    let reason = raw.reason.unwrap_or_default().trim().chars().take(300).collect();
+    Ok(Verdict { keep, category, reason })
+}
+
+fn tail_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+impl Filter {
+    pub fn build(ctx: &StageContext, config: &Config) -> Result<Filter, ConfigError> {
+        let path = ctx.dir.join(&config.prompt);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| ConfigError::new("prompt", format!("cannot read {}: {e}", path.display())))?;
+        let template = Template::parse(&text, &PLACEHOLDERS).map_err(|e| ConfigError::new("prompt", e))?;
+        let settings = ctx.llm.merged(&config.llm).settings();
+        let llm = Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("llm", e))?;
+        Ok(Filter { llm: Arc::new(llm), template })
+    }
+
+    pub async fn judge(&self, fields: &Fields<'_>) -> Result<Judgement, LlmError> {
+        let values = BTreeMap::from([
+            ("pr_title", fields.pr_title.to_string()),
+            ("path", fields.path.to_string()),
+            ("diff_hunk", tail_lines(fields.diff_hunk, HUNK_LINES)),
+            ("comment", fields.comment.trim().to_string()),
+        ]);
+        let mut messages = self.template.render(&values);
+        let mut usage = Usage::default();
+        let mut last_error = String::new();
+        for attempt in 0..2 {
+            let (answer, _) = self.llm.chat(&self.llm.request(messages.clone())).await?;
+            usage.prompt_tokens += answer.usage.prompt_tokens;
+            usage.completion_tokens += answer.usage.completion_tokens;
+            match parse_verdict(&answer.text) {
+                Ok(v) => return Ok(Judgement::Verdict(v, usage)),
+                Err(e) if attempt == 0 => {
+                    messages.push(Message::assistant(answer.text));
+                    messages.push(Message::user(format!(
+                        "That answer could not be used: {e}. Reply with only the JSON object, nothing else."
+                    )));
+                    last_error = e;
+                }
+                Err(e) => last_error = e,
+            }
+        }
+        Ok(Judgement::Unparseable { error: last_error, usage })
+    }
+}
+
+struct ReviewFilter {
+    filter: Filter,
+}
+
+pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError> {
+    let config: Config = parse_config(config)?;
+    if !(0.0..=1.0).contains(&config.precision_bar) {
+        return Err(ConfigError::new("precision_bar", "must be between 0 and 1"));
+    }
+    let filter = Filter::build(ctx, &config)?;
+    let fingerprint = filter.llm.settings.fingerprint();
+    Ok(Built {
+        stage: Arc::new(ReviewFilter { filter }),
+        version: 1,
+        scope: Scope::Comment,
+        resource: Resource::Llm,
+        side_effects: true,
+        files: vec![config.prompt.to_string_lossy().into_owned()],
+        fingerprint_extra: fingerprint,
+    })
+}
+
+impl Stage for ReviewFilter {
+    fn run(&self, input: TaskInput) -> TaskFuture {
+        // The stage is owned by the pipeline for the whole run, which outlives every task, but the
+        // future must be 'static: share the filter through an Arc instead of borrowing.
+        let filter =
+            Arc::new(Filter { llm: self.filter.llm.clone(), template: self.filter.template.clone() });
+        Box::pin(async move {
+            let comment: ReviewComment = match serde_json::from_value(input.item.data.clone()) {
+                Ok(c) => c,
+                Err(_) => return Outcome::Rejected { reason: "not a review comment record".into() },
+            };
+            let pr: Option<PullRequest> =
+                input.pr.as_ref().and_then(|p| serde_json::from_value(p.data.clone()).ok());
+            let fields = Fields {
+                pr_title: pr.as_ref().map_or("", |p| p.title.as_str()),
+                path: comment.path.as_deref().unwrap_or(""),
+                diff_hunk: comment.diff_hunk.as_deref().unwrap_or(""),
+                comment: &comment.text,
+            };
+            match filter.judge(&fields).await {
+                Ok(Judgement::Verdict(v, usage)) => {
+                    input.meter.add(usage);
+                    if v.keep {
+                        Outcome::Kept { output: json!({"category": v.category, "reason": v.reason}) }
+                    } else {
+                        Outcome::Rejected {
+                            reason: if v.reason.is_empty() {
+                                "dropped by the filter".into()
+                            } else {
+                                v.reason
+                            },
+                        }
+                    }
+                }
+                Ok(Judgement::Unparseable { usage, .. }) => {
+                    input.meter.add(usage);
+                    Outcome::Rejected { reason: "unparseable".into() }
+                }
+                Err(e) => Outcome::Errored { error: e.to_string() },
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_are_read_tolerantly_and_checked() {
+        let v = parse_verdict(
+            "```json\n{\"verdict\": \"KEEP\", \"category\": \"Error_Handling\", \"reason\": \"x\"}\n```",
+        )
+        .unwrap();
+        assert_eq!(v, Verdict { keep: true, category: Some("error handling".into()), reason: "x".into() });
+        let d = parse_verdict("{\"verdict\": \"drop\", \"category\": null, \"reason\": \"praise\"}").unwrap();
+        assert!(!d.keep);
+        assert!(
+            parse_verdict("{\"verdict\": \"keep\", \"reason\": \"r\"}")
+                .unwrap_err()
+                .contains("needs a `category`")
+        );
+        assert!(parse_verdict("{\"verdict\": \"maybe\"}").unwrap_err().contains("keep"));
+        assert!(
+            parse_verdict("{\"verdict\": \"keep\", \"category\": \"vibes\"}").unwrap_err().contains("one of")
+        );
+        assert!(parse_verdict("I think it is fine").is_err());
+    }
+}

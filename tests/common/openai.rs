@@ -1,0 +1,126 @@
+//! A small scripted OpenAI-compatible server for tests: it answers `POST .../chat/completions` with
+//! the replies it was given, in order, and counts and keeps every request. Replies can be answers,
+//! HTTP errors with headers, delays, dropped connections and malformed bodies.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// A chat completion whose message is this text.
+    Answer(String),
+    /// An HTTP status with extra headers and a body.
+    Status(u16, Vec<(String, String)>, String),
+    /// Wait, then give the inner reply.
+    Delay(Duration, Box<Reply>),
+    /// Close the connection without answering.
+    Drop,
+    /// A 200 whose body is not a chat completion.
+    Malformed,
+}
+
+#[derive(Default)]
+struct State {
+    script: Vec<Reply>,
+    /// Given once the script is used up.
+    fallback: Option<Reply>,
+    requests: Vec<serde_json::Value>,
+}
+
+pub struct Server {
+    pub base_url: String,
+    state: Arc<Mutex<State>>,
+}
+
+impl Server {
+    pub fn start(script: Vec<Reply>, fallback: Option<Reply>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let state = Arc::new(Mutex::new(State { script, fallback, requests: Vec::new() }));
+        let shared = state.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let state = shared.clone();
+                std::thread::spawn(move || serve(stream, &state));
+            }
+        });
+        Server { base_url, state }
+    }
+
+    pub fn calls(&self) -> usize {
+        self.state.lock().unwrap().requests.len()
+    }
+
+    pub fn requests(&self) -> Vec<serde_json::Value> {
+        self.state.lock().unwrap().requests.clone()
+    }
+}
+
+pub fn completion(text: &str) -> String {
+    serde_json::json!({
+        "id": "chatcmpl-test", "object": "chat.completion", "created": 1, "model": "scripted-model",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
+    })
+    .to_string()
+}
+
+fn respond(stream: &mut TcpStream, status: u16, headers: &[(String, String)], body: &str) {
+    let mut head = format!(
+        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    let _ = stream.write_all(head.as_bytes());
+    let _ = stream.write_all(body.as_bytes());
+}
+
+fn serve(mut stream: TcpStream, state: &Mutex<State>) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':')
+            && k.eq_ignore_ascii_case("content-length")
+        {
+            length = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; length];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let reply = {
+        let mut s = state.lock().unwrap();
+        s.requests.push(serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null));
+        if s.script.is_empty() { s.fallback.clone() } else { Some(s.script.remove(0)) }
+    };
+    let mut reply = reply.unwrap_or(Reply::Status(
+        500,
+        vec![],
+        "{\"error\": {\"message\": \"script exhausted\"}}".into(),
+    ));
+    while let Reply::Delay(d, inner) = reply {
+        std::thread::sleep(d);
+        reply = *inner;
+    }
+    match reply {
+        Reply::Answer(text) => respond(&mut stream, 200, &[], &completion(&text)),
+        Reply::Status(code, headers, body) => respond(&mut stream, code, &headers, &body),
+        Reply::Malformed => respond(&mut stream, 200, &[], "<html>bad gateway</html>"),
+        Reply::Drop | Reply::Delay(..) => {}
+    }
+}

@@ -1,0 +1,144 @@
+//! The LLM client against a scripted OpenAI-compatible server: retries, Retry-After, timeouts,
+//! dropped connections, malformed bodies, the response cache and its modes, and in-flight dedupe.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::openai::{Reply, Server};
+use curate::llm::client::Llm;
+use curate::llm::{CacheMode, LlmError, LlmSpec, Message};
+
+fn error(status: u16) -> Reply {
+    Reply::Status(status, vec![], format!("{{\"error\": {{\"message\": \"status {status}\"}}}}"))
+}
+
+fn client(server: &Server, cache: &std::path::Path, mode: CacheMode, tweak: impl Fn(&mut LlmSpec)) -> Llm {
+    let mut spec = LlmSpec {
+        base_url: Some(server.base_url.clone()),
+        model: Some("m".into()),
+        backoff_ms: Some(20),
+        max_retries: Some(3),
+        cache: Some(mode),
+        concurrency: Some(4),
+        ..LlmSpec::default()
+    };
+    tweak(&mut spec);
+    Llm::new(spec.settings(), cache).unwrap()
+}
+
+async fn ask(llm: &Llm, text: &str) -> Result<(String, bool), LlmError> {
+    llm.chat(&llm.request(vec![Message::user(text)])).await.map(|(a, cached)| (a.text, cached))
+}
+
+#[tokio::test]
+async fn a_429_is_retried_after_the_time_the_server_asks() {
+    let server = Server::start(
+        vec![
+            Reply::Status(429, vec![("Retry-After".into(), "1".into())], "{}".into()),
+            Reply::Answer("ok".into()),
+        ],
+        None,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let llm = client(&server, dir.path(), CacheMode::Off, |_| {});
+    let t0 = Instant::now();
+    assert_eq!(ask(&llm, "a").await.unwrap().0, "ok");
+    assert_eq!(server.calls(), 2);
+    assert!(t0.elapsed() >= Duration::from_millis(950), "waited {:?}", t0.elapsed());
+}
+
+#[tokio::test]
+async fn server_errors_dropped_connections_and_malformed_bodies_are_retried() {
+    let server = Server::start(
+        vec![error(500), error(503), Reply::Drop, Reply::Malformed, Reply::Answer("fine".into())],
+        None,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let llm = client(&server, dir.path(), CacheMode::Off, |s| s.max_retries = Some(3));
+    assert_eq!(ask(&llm, "b").await.unwrap().0, "fine");
+    assert_eq!(server.calls(), 5);
+}
+
+#[tokio::test]
+async fn persistent_failures_become_an_error_after_the_retries() {
+    let server = Server::start(vec![], Some(error(500)));
+    let dir = tempfile::tempdir().unwrap();
+    let llm = client(&server, dir.path(), CacheMode::Off, |s| s.max_retries = Some(2));
+    let err = ask(&llm, "c").await.unwrap_err().to_string();
+    assert!(err.contains("HTTP 500"), "{err}");
+    assert_eq!(server.calls(), 3, "one try and two retries");
+}
+
+#[tokio::test]
+async fn a_slow_server_times_out_and_is_retried() {
+    let slow = Reply::Delay(Duration::from_secs(3), Box::new(Reply::Answer("late".into())));
+    let server = Server::start(vec![slow.clone(), slow], None);
+    let dir = tempfile::tempdir().unwrap();
+    let llm = client(&server, dir.path(), CacheMode::Off, |s| {
+        s.timeout_secs = Some(1);
+        s.max_retries = Some(1);
+    });
+    let err = ask(&llm, "d").await.unwrap_err().to_string();
+    assert!(err.contains("timed out"), "{err}");
+    assert_eq!(server.calls(), 2);
+}
+
+#[tokio::test]
+async fn answers_are_recorded_and_replayed_without_the_server() {
+    let server = Server::start(vec![Reply::Answer("recorded".into())], None);
+    let dir = tempfile::tempdir().unwrap();
+    let llm = client(&server, dir.path(), CacheMode::Readwrite, |_| {});
+    assert_eq!(ask(&llm, "e").await.unwrap(), ("recorded".to_string(), false));
+    let files: Vec<_> = walk(dir.path());
+    assert_eq!(files.len(), 1, "one file per request");
+    let entry: serde_json::Value = serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
+    assert_eq!(entry["request"]["messages"][0]["content"], "e");
+    assert_eq!(entry["answer"]["model"], "scripted-model");
+    assert_eq!(entry["answer"]["usage"]["prompt_tokens"], 100);
+
+    let replay = client(&server, dir.path(), CacheMode::Replay, |_| {});
+    assert_eq!(ask(&replay, "e").await.unwrap(), ("recorded".to_string(), true));
+    assert_eq!(server.calls(), 1, "replayed, not called");
+    match ask(&replay, "never asked").await {
+        Err(LlmError::ReplayMiss { hash }) => assert_eq!(hash.len(), 64),
+        other => panic!("expected a replay miss, got {other:?}"),
+    }
+    assert_eq!(server.calls(), 1);
+
+    let off = client(&server, dir.path(), CacheMode::Off, |_| {});
+    assert!(ask(&off, "e").await.is_err(), "off always calls; the script is used up");
+    assert_eq!(walk(dir.path()).len(), 1, "off records nothing");
+}
+
+#[tokio::test]
+async fn identical_requests_in_flight_are_sent_once() {
+    let server = Server::start(
+        vec![Reply::Delay(Duration::from_millis(300), Box::new(Reply::Answer("one".into())))],
+        None,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let llm = std::sync::Arc::new(client(&server, dir.path(), CacheMode::Readwrite, |_| {}));
+    let mut tasks = Vec::new();
+    for _ in 0..5 {
+        let llm = llm.clone();
+        tasks.push(tokio::spawn(async move { ask(&llm, "same").await.unwrap().0 }));
+    }
+    for t in tasks {
+        assert_eq!(t.await.unwrap(), "one");
+    }
+    assert_eq!(server.calls(), 1);
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
