@@ -58,6 +58,15 @@ enum Command {
     },
     /// Check a pipeline and its source without running anything.
     Validate { pipeline: PathBuf },
+    /// Measure a review_filter stage's prompt on its labelled gold set: precision, recall, F1 and
+    /// the confusion matrix for the tuning and held-out splits. Exits 1 when held-out precision is
+    /// under the stage's `precision_bar` (default 0.86, the paper's figure).
+    Gold {
+        pipeline: PathBuf,
+        /// The stage to measure (default: the first review_filter stage).
+        #[arg(long)]
+        stage: Option<String>,
+    },
     /// Print the stage DAG.
     Graph {
         pipeline: PathBuf,
@@ -98,6 +107,7 @@ fn main() -> ExitCode {
             commands::report(&pipeline, &select.selection(false), format)
         }
         Command::Validate { pipeline } => commands::validate(&pipeline),
+        Command::Gold { pipeline, stage } => commands::gold(&pipeline, stage.as_deref()),
         Command::Graph { pipeline, format } => commands::graph(&pipeline, format),
     };
     match result {

@@ -65,7 +65,7 @@ pub fn report(path: &Path, sel: &Selection, format: ReportFormat) -> Result<u8, 
     let records = store::load(&loaded.state_dir).context("reading the state")?;
     let flow = Flow::new(&loaded.pipeline, &loaded.data);
     let states = walk::walk(&flow, &records);
-    let funnel = report::funnel::funnel(&flow, &states, loaded.problems.len());
+    let funnel = report::funnel::funnel(&flow, &states, &records, loaded.problems.len());
     match format {
         ReportFormat::Md => print!("{}", funnel.to_markdown()),
         ReportFormat::Json => {

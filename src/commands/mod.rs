@@ -7,9 +7,11 @@ use crate::engine::item::Dataset;
 use crate::engine::pipeline::Pipeline;
 use crate::errors::{Problem, SourceError, SpecError};
 
+mod gold;
 mod inspect;
 mod run;
 
+pub use gold::gold;
 pub use inspect::{GraphFormat, ReportFormat, graph, report, status, validate};
 pub use run::{RunOptions, run};
 

@@ -42,7 +42,9 @@ pub fn run(path: &Path, opts: &RunOptions) -> Result<u8, Failure> {
         .map_err(|e| anyhow::anyhow!("{e}; results so far are saved in {}", store.path().display()))?;
     drop(runtime);
 
-    let funnel = report::funnel::funnel(&flow, &summary.states, loaded.problems.len());
+    drop(store); // joins the writer: everything is committed
+    let records = store::load(dir).map_err(anyhow::Error::from)?;
+    let funnel = report::funnel::funnel(&flow, &summary.states, &records, loaded.problems.len());
     if opts.progress != Mode::Quiet {
         println!();
         print!("{}", funnel.to_markdown());

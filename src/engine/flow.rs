@@ -44,6 +44,17 @@ pub enum TaskState {
 }
 
 impl TaskState {
+    /// The task's key, once its inputs are known.
+    pub fn key(&self) -> Option<TaskKey> {
+        match self {
+            TaskState::Pending { key }
+            | TaskState::Kept { key, .. }
+            | TaskState::Rejected { key, .. }
+            | TaskState::Errored { key, .. } => Some(*key),
+            TaskState::Waiting | TaskState::Skipped { .. } => None,
+        }
+    }
+
     /// Final for the purpose of deciding downstream work.
     pub fn is_settled(&self) -> bool {
         !matches!(self, TaskState::Waiting | TaskState::Pending { .. })

@@ -6,8 +6,15 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use std::collections::HashMap;
+
 use crate::engine::flow::{Flow, TaskState};
 use crate::engine::item::Scope;
+use crate::engine::key::TaskKey;
+use crate::engine::store::Record;
+
+/// Reasons listed per stage in the Markdown report; JSON has them all.
+const REASONS_SHOWN: usize = 12;
 
 #[derive(Debug, Serialize)]
 pub struct Funnel {
@@ -29,6 +36,9 @@ pub struct FunnelRow {
     /// Tasks without a result yet, including those waiting behind an errored task.
     pub pending: usize,
     pub reasons: Vec<ReasonCount>,
+    /// Model tokens the stage's tasks used, over all their attempts.
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -41,8 +51,14 @@ fn kept(state: &TaskState) -> bool {
     matches!(state, TaskState::Kept { .. })
 }
 
-/// Builds the funnel from every task's state. `bad_records` is what the source skipped.
-pub fn funnel(flow: &Flow, states: &[Vec<TaskState>], bad_records: usize) -> Funnel {
+/// Builds the funnel from every task's state and stored record. `bad_records` is what the source
+/// skipped.
+pub fn funnel(
+    flow: &Flow,
+    states: &[Vec<TaskState>],
+    records: &HashMap<TaskKey, Record>,
+    bad_records: usize,
+) -> Funnel {
     let pipeline = flow.pipeline;
     let data = flow.data;
     let mut rows = vec![FunnelRow {
@@ -58,6 +74,8 @@ pub fn funnel(flow: &Flow, states: &[Vec<TaskState>], bad_records: usize) -> Fun
         } else {
             Vec::new()
         },
+        prompt_tokens: 0,
+        completion_tokens: 0,
     }];
     for &s in pipeline.order() {
         // An item is still in after stage `s` if `s` and every stage upstream of it kept it (or its
@@ -92,7 +110,12 @@ pub fn funnel(flow: &Flow, states: &[Vec<TaskState>], bad_records: usize) -> Fun
         }
         let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
         let (mut rejected, mut errored, mut pending) = (0, 0, 0);
+        let (mut prompt_tokens, mut completion_tokens) = (0, 0);
         for x in flow.tasks(s) {
+            if let Some(usage) = states[s][x].key().and_then(|k| records.get(&k)).map(|r| r.usage) {
+                prompt_tokens += usage.prompt_tokens;
+                completion_tokens += usage.completion_tokens;
+            }
             match &states[s][x] {
                 TaskState::Rejected { reason, .. } => {
                     rejected += 1;
@@ -120,6 +143,8 @@ pub fn funnel(flow: &Flow, states: &[Vec<TaskState>], bad_records: usize) -> Fun
             errored,
             pending,
             reasons,
+            prompt_tokens,
+            completion_tokens,
         });
     }
     let complete = rows.iter().all(|r| r.errored == 0 && r.pending == 0);
@@ -138,22 +163,36 @@ impl Funnel {
                 "**Incomplete**: {errored} task(s) errored and {pending} have no result yet; `curate run` again to finish.\n"
             );
         }
-        let _ = writeln!(out, "| Stage | PRs | Comments | Rejected | Errored | Pending |");
-        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
+        let tokens = self.funnel.iter().any(|r| r.prompt_tokens + r.completion_tokens > 0);
+        let _ = write!(out, "| Stage | PRs | Comments | Rejected | Errored | Pending |");
+        let _ = writeln!(out, "{}", if tokens { " Tokens in | Tokens out |" } else { "" });
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|{}", if tokens { "---:|---:|" } else { "" });
         for r in &self.funnel {
-            let _ = writeln!(
+            let _ = write!(
                 out,
                 "| {} | {} | {} | {} | {} | {} |",
                 r.title, r.prs, r.comments, r.rejected, r.errored, r.pending
             );
+            if tokens {
+                let _ = write!(out, " {} | {} |", r.prompt_tokens, r.completion_tokens);
+            }
+            out.push('\n');
         }
         let with_reasons: Vec<&FunnelRow> = self.funnel.iter().filter(|r| !r.reasons.is_empty()).collect();
         if !with_reasons.is_empty() {
             let _ = writeln!(out, "\n## Rejection reasons\n");
             for r in with_reasons {
                 let _ = writeln!(out, "- {} (`{}`)", r.title, r.stage);
-                for reason in &r.reasons {
+                for reason in r.reasons.iter().take(REASONS_SHOWN) {
                     let _ = writeln!(out, "  - {} × {}", reason.count, reason.reason);
+                }
+                if r.reasons.len() > REASONS_SHOWN {
+                    let rest: usize = r.reasons[REASONS_SHOWN..].iter().map(|x| x.count).sum();
+                    let _ = writeln!(
+                        out,
+                        "  - … {} other reasons ({rest} tasks); `--format json` lists all",
+                        r.reasons.len() - REASONS_SHOWN
+                    );
                 }
             }
         }

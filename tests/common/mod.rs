@@ -44,11 +44,19 @@ impl Scratch {
     pub fn curate(&self, args: &[&str]) -> Output {
         curate_cmd(self.dir.path(), args).output().expect("run curate")
     }
+
+    /// Runs `curate ARGS` with extra environment variables.
+    pub fn curate_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut cmd = curate_cmd(self.dir.path(), args);
+        cmd.envs(env.iter().copied());
+        cmd.output().expect("run curate")
+    }
 }
 
 pub fn curate_cmd(dir: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_curate"));
-    cmd.args(args).current_dir(dir);
+    // Tests choose their own model server and cache mode.
+    cmd.args(args).current_dir(dir).env_remove("CURATE_LLM_CACHE").env_remove("OPENAI_BASE_URL");
     cmd
 }
 

@@ -21,8 +21,12 @@ pub enum Reply {
     Malformed,
 }
 
+type Responder = Box<dyn Fn(&serde_json::Value) -> Reply + Send>;
+
 #[derive(Default)]
 struct State {
+    /// When set, decides every reply from the request; the script is not used.
+    responder: Option<Responder>,
     script: Vec<Reply>,
     /// Given once the script is used up.
     fallback: Option<Reply>,
@@ -36,9 +40,18 @@ pub struct Server {
 
 impl Server {
     pub fn start(script: Vec<Reply>, fallback: Option<Reply>) -> Server {
+        Server::with_state(State { script, fallback, ..State::default() })
+    }
+
+    /// A server whose reply to each request is `responder(request body)`.
+    pub fn responding(responder: impl Fn(&serde_json::Value) -> Reply + Send + 'static) -> Server {
+        Server::with_state(State { responder: Some(Box::new(responder)), ..State::default() })
+    }
+
+    fn with_state(state: State) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
-        let state = Arc::new(Mutex::new(State { script, fallback, requests: Vec::new() }));
+        let state = Arc::new(Mutex::new(state));
         let shared = state.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
@@ -105,8 +118,14 @@ fn serve(mut stream: TcpStream, state: &Mutex<State>) {
     }
     let reply = {
         let mut s = state.lock().unwrap();
-        s.requests.push(serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null));
-        if s.script.is_empty() { s.fallback.clone() } else { Some(s.script.remove(0)) }
+        let request: serde_json::Value = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+        let reply = match &s.responder {
+            Some(f) => Some(f(&request)),
+            None if s.script.is_empty() => s.fallback.clone(),
+            None => Some(s.script.remove(0)),
+        };
+        s.requests.push(request);
+        reply
     };
     let mut reply = reply.unwrap_or(Reply::Status(
         500,
