@@ -7,6 +7,7 @@
 pub mod commands;
 pub mod engine;
 pub mod errors;
+pub mod exec;
 pub mod llm;
 pub mod repo;
 pub mod report;

@@ -67,11 +67,34 @@ enum Command {
         #[arg(long)]
         stage: Option<String>,
     },
+    /// Base images for environments, made here when no registry is reachable.
+    #[command(subcommand)]
+    Images(Images),
     /// Print the stage DAG.
     Graph {
         pipeline: PathBuf,
         #[arg(long, value_enum, default_value_t = GraphFormat::Text)]
         format: GraphFormat,
+    },
+}
+
+#[derive(Subcommand)]
+enum Images {
+    /// Make a base image from Debian's packages (debootstrap, needs root): Python 3 with venv, pip,
+    /// headers and a C compiler, and git. Does nothing if the tag exists.
+    Bootstrap {
+        /// Debian suite; it decides the Python: bullseye 3.9, bookworm 3.11, trixie 3.13.
+        #[arg(long, default_value = "bookworm")]
+        suite: String,
+        /// Image tag (default: curate/base:SUITE).
+        #[arg(long)]
+        tag: Option<String>,
+        /// Debian mirror to fetch packages from.
+        #[arg(long)]
+        mirror: Option<String>,
+        /// Make it again even if the tag exists.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -109,6 +132,9 @@ fn main() -> ExitCode {
         Command::Validate { pipeline } => commands::validate(&pipeline),
         Command::Gold { pipeline, stage } => commands::gold(&pipeline, stage.as_deref()),
         Command::Graph { pipeline, format } => commands::graph(&pipeline, format),
+        Command::Images(Images::Bootstrap { suite, tag, mirror, force }) => {
+            commands::images_bootstrap(&suite, tag.as_deref(), mirror.as_deref(), force)
+        }
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -8,10 +8,12 @@ use crate::engine::pipeline::Pipeline;
 use crate::errors::{Problem, SourceError, SpecError};
 
 mod gold;
+mod images;
 mod inspect;
 mod run;
 
 pub use gold::gold;
+pub use images::images_bootstrap;
 pub use inspect::{GraphFormat, ReportFormat, graph, report, status, validate};
 pub use run::{RunOptions, run};
 

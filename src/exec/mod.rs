@@ -1,0 +1,10 @@
+//! Everything that runs in Docker, through bollard: the daemon connection, making base images
+//! without a registry, and running untrusted code in a locked-down container. Stages use this
+//! module's types only, so another executor (a remote daemon, later Kubernetes) fits behind them.
+
+pub mod bootstrap;
+pub mod docker;
+pub mod sandbox;
+
+pub use docker::{ExecError, connect};
+pub use sandbox::{RunResult, RunSpec};

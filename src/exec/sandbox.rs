@@ -1,0 +1,218 @@
+//! Running untrusted code: a command in a throwaway container with the network off, memory, CPU and
+//! process limits, a wall-clock timeout that kills it, a clean environment (no credentials), output
+//! captured and truncated, and the container always removed.
+
+use std::time::{Duration, Instant};
+
+use bollard::Docker;
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, KillContainerOptionsBuilder, LogsOptionsBuilder,
+    RemoveContainerOptionsBuilder, UploadToContainerOptionsBuilder, WaitContainerOptionsBuilder,
+};
+use futures_util::StreamExt;
+
+use super::docker::{ExecError, image_exists};
+
+/// Output kept from a run; the rest is cut from the middle.
+const OUTPUT_LIMIT: usize = 64 * 1024;
+
+/// Every container curate makes carries this label, so leftovers can be found.
+pub const LABEL: &str = "dev.curate.sandbox";
+
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    pub image: String,
+    pub command: Vec<String>,
+    pub workdir: String,
+    /// Files written into the container before it starts: absolute path, contents.
+    pub files: Vec<(String, Vec<u8>)>,
+    /// The whole environment of the command (nothing is inherited).
+    pub env: Vec<(String, String)>,
+    pub timeout: Duration,
+    pub memory_bytes: i64,
+    pub cpus: f64,
+    pub pids: i64,
+}
+
+impl RunSpec {
+    pub fn new(image: &str, command: &[&str]) -> RunSpec {
+        RunSpec {
+            image: image.into(),
+            command: command.iter().map(|s| s.to_string()).collect(),
+            workdir: "/".into(),
+            files: Vec::new(),
+            env: vec![
+                ("PATH".into(), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()),
+                ("LANG".into(), "C.UTF-8".into()),
+                ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
+            ],
+            timeout: Duration::from_secs(120),
+            memory_bytes: 1 << 30,
+            cpus: 1.0,
+            pids: 256,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// `None` when the command was killed for running too long.
+    pub exit_code: Option<i64>,
+    pub timed_out: bool,
+    /// The kernel killed it for using more memory than allowed.
+    pub oom_killed: bool,
+    /// stdout and stderr interleaved, truncated in the middle past 64 KiB.
+    pub output: String,
+    pub duration: Duration,
+    /// The container's name; it no longer exists when `run` returns.
+    pub container: String,
+}
+
+/// Keeps the head and the tail: a test's failure summary is at the end, its context at the start.
+pub fn truncate_middle(text: &str, limit: usize) -> String {
+    if text.len() <= limit {
+        return text.to_string();
+    }
+    let mut head = limit / 4;
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = text.len() - (limit - head);
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!("{}\n[… {} bytes cut …]\n{}", &text[..head], tail - head, &text[tail..])
+}
+
+fn tar_of(files: &[(String, Vec<u8>)]) -> Result<Vec<u8>, ExecError> {
+    let mut builder = tar::Builder::new(Vec::new());
+    for (path, bytes) in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        header.set_mtime(0);
+        header.set_cksum();
+        builder
+            .append_data(&mut header, path.trim_start_matches('/'), bytes.as_slice())
+            .map_err(|e| ExecError::Other(format!("cannot pack {path}: {e}")))?;
+    }
+    builder.into_inner().map_err(|e| ExecError::Other(format!("cannot pack files: {e}")))
+}
+
+/// Runs `spec` and removes the container whatever happens.
+pub async fn run(docker: &Docker, spec: &RunSpec) -> Result<RunResult, ExecError> {
+    if !image_exists(docker, &spec.image).await? {
+        return Err(ExecError::MissingImage(spec.image.clone()));
+    }
+    let body = ContainerCreateBody {
+        image: Some(spec.image.clone()),
+        cmd: Some(spec.command.clone()),
+        working_dir: Some(spec.workdir.clone()),
+        env: Some(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
+        network_disabled: Some(true),
+        labels: Some([(LABEL.to_string(), "1".to_string())].into()),
+        host_config: Some(HostConfig {
+            network_mode: Some("none".into()),
+            memory: Some(spec.memory_bytes),
+            memory_swap: Some(spec.memory_bytes),
+            nano_cpus: Some((spec.cpus * 1e9) as i64),
+            pids_limit: Some(spec.pids),
+            cap_drop: Some(vec!["ALL".into()]),
+            security_opt: Some(vec!["no-new-privileges".into()]),
+            ..HostConfig::default()
+        }),
+        ..ContainerCreateBody::default()
+    };
+    let name = format!("curate-run-{}-{}", std::process::id(), rand::random::<u64>());
+    let options = CreateContainerOptionsBuilder::default().name(&name).build();
+    let id = docker.create_container(Some(options), body).await?.id;
+    let result = run_in(docker, &id, spec).await.map(|r| RunResult { container: name.clone(), ..r });
+    let remove = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
+    let removed = docker.remove_container(&id, Some(remove)).await;
+    let result = result?;
+    removed?;
+    Ok(result)
+}
+
+async fn run_in(docker: &Docker, id: &str, spec: &RunSpec) -> Result<RunResult, ExecError> {
+    if !spec.files.is_empty() {
+        let tar = tar_of(&spec.files)?;
+        let options = UploadToContainerOptionsBuilder::default().path("/").build();
+        docker.upload_to_container(id, Some(options), bollard::body_full(tar.into())).await?;
+    }
+    let t0 = Instant::now();
+    docker.start_container(id, None::<bollard::query_parameters::StartContainerOptions>).await?;
+    let mut wait = docker.wait_container(id, Some(WaitContainerOptionsBuilder::default().build()));
+    let waited = tokio::time::timeout(spec.timeout, wait.next()).await;
+    let (exit_code, timed_out) = match waited {
+        Ok(Some(Ok(r))) => (Some(r.status_code), false),
+        // A non-zero exit comes back as an error carrying the code.
+        Ok(Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. }))) => (Some(code), false),
+        Ok(Some(Err(e))) => return Err(e.into()),
+        Ok(None) => (None, false),
+        Err(_) => {
+            let kill = KillContainerOptionsBuilder::default().signal("KILL").build();
+            let _ = docker.kill_container(id, Some(kill)).await;
+            (None, true)
+        }
+    };
+    let duration = t0.elapsed();
+    let oom_killed = docker
+        .inspect_container(id, None::<bollard::query_parameters::InspectContainerOptions>)
+        .await
+        .ok()
+        .and_then(|c| c.state)
+        .and_then(|s| s.oom_killed)
+        .unwrap_or(false);
+    let mut logs = docker.logs(id, Some(LogsOptionsBuilder::default().stdout(true).stderr(true).build()));
+    let mut output = Vec::new();
+    while let Some(chunk) = logs.next().await {
+        match chunk {
+            Ok(c) => {
+                output.extend_from_slice(&c.into_bytes());
+                // Keep reading past the limit only to the point of keeping a tail.
+                if output.len() > 8 * OUTPUT_LIMIT {
+                    output.drain(OUTPUT_LIMIT / 4..output.len() - OUTPUT_LIMIT);
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    let output = truncate_middle(&String::from_utf8_lossy(&output), OUTPUT_LIMIT);
+    Ok(RunResult {
+        exit_code: if timed_out { None } else { exit_code },
+        timed_out,
+        oom_killed,
+        output,
+        duration,
+        container: String::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_keeps_head_and_tail() {
+        let text = format!("{}{}", "a".repeat(100), "z".repeat(100));
+        let cut = truncate_middle(&text, 40);
+        assert!(cut.starts_with("aaaaaaaaaa"));
+        assert!(cut.ends_with(&"z".repeat(30)));
+        assert!(cut.contains("bytes cut"));
+        assert_eq!(truncate_middle("short", 40), "short");
+    }
+
+    #[test]
+    fn files_are_packed_as_a_tar() {
+        let tar = tar_of(&[("/work/t.py".into(), b"print(1)".to_vec())]).unwrap();
+        let mut archive = tar::Archive::new(tar.as_slice());
+        let names: Vec<String> = archive
+            .entries()
+            .unwrap()
+            .map(|e| e.unwrap().path().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["work/t.py"]);
+    }
+}
