@@ -6,6 +6,7 @@
 
 pub mod commands;
 pub mod engine;
+pub mod environment;
 pub mod errors;
 pub mod exec;
 pub mod llm;

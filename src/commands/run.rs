@@ -37,6 +37,11 @@ pub fn run(path: &Path, opts: &RunOptions) -> Result<u8, Failure> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    // A pipeline that uses Docker checks the daemon once, before any work: one clear error rather
+    // than a thousand errored tasks.
+    if loaded.pipeline.stages.iter().any(|s| s.resource == Resource::Docker) {
+        runtime.block_on(crate::exec::connect()).map_err(anyhow::Error::from)?;
+    }
     let summary = runtime
         .block_on(scheduler::run(&flow, &store, &records, &limits, reporter.as_mut()))
         .map_err(|e| anyhow::anyhow!("{e}; results so far are saved in {}", store.path().display()))?;

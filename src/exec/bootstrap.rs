@@ -99,6 +99,13 @@ pub async fn bootstrap(docker: &Docker, b: &Bootstrap, say: impl Fn(&str)) -> Re
             tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
         )));
     }
+    // Trust what the host trusts: behind a TLS-inspecting proxy, package downloads during image
+    // builds fail without the proxy's CA. The host's bundle is a superset of Debian's.
+    let host_bundle = Path::new("/etc/ssl/certs/ca-certificates.crt");
+    if host_bundle.is_file() {
+        std::fs::copy(host_bundle, root.join("etc/ssl/certs/ca-certificates.crt"))
+            .map_err(|e| ExecError::Other(format!("cannot copy the host's CA bundle: {e}")))?;
+    }
     // Package caches are not needed in the image.
     let _ = std::fs::remove_dir_all(root.join("var/cache/apt/archives"));
     let _ = std::fs::create_dir_all(root.join("var/cache/apt/archives/partial"));
@@ -120,6 +127,7 @@ pub async fn bootstrap(docker: &Docker, b: &Bootstrap, say: impl Fn(&str)) -> Re
         .changes(vec![
             "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into(),
             "ENV LANG=C.UTF-8".into(),
+            "ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt".into(),
             "CMD [\"/bin/bash\"]".into(),
         ])
         .build();

@@ -3,6 +3,7 @@
 //! module's types only, so another executor (a remote daemon, later Kubernetes) fits behind them.
 
 pub mod bootstrap;
+pub mod build;
 pub mod docker;
 pub mod sandbox;
 

@@ -182,6 +182,30 @@ impl Mirror {
         Ok(self.commit(commit)?.time().seconds())
     }
 
+    /// Commit time of the newest commit, on the first-parent line back from `commit`, that changed
+    /// any of `paths`: when the dependency spec took its current form. `None` past `limit` commits.
+    pub fn last_change(
+        &self,
+        commit: &str,
+        paths: &[String],
+        limit: usize,
+    ) -> Result<Option<i64>, RepoError> {
+        let mut c = self.commit(commit)?;
+        let ids = |c: &git2::Commit| -> Result<Vec<Option<git2::Oid>>, RepoError> {
+            let tree = c.tree().map_err(|e| self.git(e))?;
+            Ok(paths.iter().map(|p| tree.get_path(Path::new(p)).ok().map(|e| e.id())).collect())
+        };
+        for _ in 0..limit {
+            let here = ids(&c)?;
+            let Ok(parent) = c.parent(0) else { return Ok(Some(c.time().seconds())) };
+            if ids(&parent)? != here {
+                return Ok(Some(c.time().seconds()));
+            }
+            c = parent;
+        }
+        Ok(None)
+    }
+
     /// The unified diff `from..to`, as `git diff` prints it.
     pub fn diff(&self, from: &str, to: &str) -> Result<String, RepoError> {
         let a = self.commit(from)?.tree().map_err(|e| self.git(e))?;
@@ -309,6 +333,21 @@ mod tests {
         let diff = m.diff(&commits[1], &commits[2]).unwrap();
         assert!(diff.contains("+++ b/c.py\n@@ -0,0 +1 @@\n+z = 1\n"), "{diff}");
         assert!(m.commit_time(&commits[0]).unwrap() > 1_600_000_000);
+        let when = |paths: &[&str]| {
+            let paths: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
+            m.last_change(&commits[2], &paths, 100).unwrap()
+        };
+        assert_eq!(
+            when(&["b.py"]),
+            Some(m.commit_time(&commits[1]).unwrap()),
+            "b.py appeared in the second commit"
+        );
+        assert_eq!(when(&["c.py"]), Some(m.commit_time(&commits[2]).unwrap()));
+        assert_eq!(
+            when(&["never.txt"]),
+            Some(m.commit_time(&commits[0]).unwrap()),
+            "unchanged: the first commit"
+        );
 
         let out = dir.path().join("work");
         m.materialize(&commits[2], &out).unwrap();

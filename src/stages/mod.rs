@@ -18,6 +18,7 @@ use crate::llm::{LlmSpec, Usage};
 use crate::repo::Mirrors;
 
 pub mod comment_context;
+pub mod environment;
 pub mod exec;
 pub mod noop;
 pub mod review_filter;
@@ -30,6 +31,7 @@ const REGISTRY: &[(&str, BuildFn)] = &[
     ("exec", exec::build),
     ("comment_context", comment_context::build),
     ("review_filter", review_filter::build),
+    ("environment", environment::build_stage),
 ];
 
 pub fn kinds() -> impl Iterator<Item = &'static str> {

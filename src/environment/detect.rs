@@ -1,0 +1,447 @@
+//! Reads a project's build files (pyproject.toml in its PEP 621, setuptools, poetry, flit, hatch and
+//! pdm forms, setup.py, setup.cfg, requirements files, tox.ini, Pipfile) and says how it builds and
+//! tests: the backend, the Python range, the dependencies it declares statically, its test extras,
+//! the test runner and the names to import.
+
+use serde::Serialize;
+
+/// Extras that carry test dependencies, in the order they are preferred.
+pub const TEST_EXTRAS: [&str; 4] = ["test", "tests", "testing", "dev"];
+
+/// Requirements files that carry test or development dependencies.
+const REQUIREMENT_FILES: [&str; 8] = [
+    "requirements.txt",
+    "requirements-dev.txt",
+    "requirements-test.txt",
+    "requirements_dev.txt",
+    "requirements_test.txt",
+    "test-requirements.txt",
+    "dev-requirements.txt",
+    "requirements/test.txt",
+];
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Runner {
+    Pytest,
+    Unittest,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Project {
+    /// The distribution name, when declared.
+    pub name: Option<String>,
+    /// `setuptools`, `setuptools (setup.py)`, `poetry`, `flit`, `hatch`, `pdm`, or the backend named.
+    pub backend: String,
+    /// Packages the build backend needs (names only: they are installed current, not date-pinned).
+    pub build_requires: Vec<String>,
+    pub requires_python: Option<String>,
+    /// Requirements declared statically, runtime and test together.
+    pub requirements: Vec<String>,
+    /// The extras installed with the project (`test`, …) that it declares.
+    pub extras: Vec<String>,
+    pub runner: Option<Runner>,
+    /// Top-level modules to import to check the install.
+    pub imports: Vec<String>,
+    /// Files whose contents decide the dependency layer.
+    pub spec_files: Vec<String>,
+}
+
+/// Package name of a PEP 508 requirement (`Foo[bar]>=1; python_version<"3"` is `foo`).
+pub fn requirement_name(req: &str) -> String {
+    req.trim()
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.'))
+        .next()
+        .unwrap_or("")
+        .to_lowercase()
+        .replace('_', "-")
+}
+
+fn string_list(v: Option<&toml::Value>) -> Vec<String> {
+    v.and_then(|v| v.as_array())
+        .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+/// Requirement lines of a requirements file: no comments, options or includes.
+fn requirement_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| l.split(" #").next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('-'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The quoted strings inside the first `[...]` after `key=` in Python source: a static reading of
+/// `install_requires=[...]`.
+fn python_list_after(source: &str, key: &str) -> Vec<String> {
+    let Some(start) = source.find(key) else { return Vec::new() };
+    let rest = &source[start + key.len()..];
+    let Some(open) = rest.find('[') else { return Vec::new() };
+    if rest[..open].trim().trim_start_matches('=').trim() != "" {
+        return Vec::new(); // not a literal list
+    }
+    let Some(close) = rest[open..].find(']') else { return Vec::new() };
+    quoted(&rest[open + 1..open + close])
+}
+
+fn quoted(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if (c == '"' || c == '\'')
+            && let Some(end) = text[i + 1..].find(c)
+        {
+            out.push(text[i + 1..i + 1 + end].to_string());
+            while chars.peek().is_some_and(|(j, _)| *j <= i + 1 + end) {
+                chars.next();
+            }
+        }
+    }
+    out
+}
+
+/// Keys of `extras_require={...}` in setup.py that name a test extra, with their requirements.
+fn setup_py_extras(source: &str) -> Vec<(String, Vec<String>)> {
+    let mut out = Vec::new();
+    for extra in TEST_EXTRAS {
+        for quote in ['"', '\''] {
+            let key = format!("{quote}{extra}{quote}");
+            if let Some(at) =
+                source.find("extras_require").and_then(|s| source[s..].find(&key).map(|k| s + k))
+            {
+                let reqs = python_list_after(&source[at..], &key.to_string());
+                let reqs =
+                    if reqs.is_empty() { python_list_after(&source[at..], &format!("{key}:")) } else { reqs };
+                out.push((extra.to_string(), reqs));
+            }
+        }
+    }
+    out
+}
+
+fn ini_section<'a>(text: &'a str, section: &str) -> Vec<(String, String)> {
+    // Keys and (possibly multi-line) values of one `[section]` of an INI file.
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut inside = false;
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            inside = t == format!("[{section}]");
+            continue;
+        }
+        if !inside || t.is_empty() || t.starts_with('#') || t.starts_with(';') {
+            continue;
+        }
+        if line.starts_with([' ', '\t']) {
+            if let Some(last) = out.last_mut() {
+                last.1.push('\n');
+                last.1.push_str(t);
+            }
+        } else if let Some((k, v)) = t.split_once(['=', ':']) {
+            out.push((k.trim().to_string(), v.trim().to_string()));
+        }
+    }
+    let _: &'a str = text;
+    out
+}
+
+fn module_name(dist: &str) -> String {
+    dist.to_lowercase().replace(['-', '.'], "_")
+}
+
+/// `read(path)` gives a file's text at the commit; `listing` is every path in the tree.
+pub fn detect(read: &dyn Fn(&str) -> Option<String>, listing: &[String]) -> Project {
+    let mut p = Project::default();
+    let has = |path: &str| listing.iter().any(|l| l == path);
+    let pyproject = read("pyproject.toml").and_then(|t| t.parse::<toml::Table>().ok());
+    let setup_py = read("setup.py");
+    let setup_cfg = read("setup.cfg");
+    for f in ["pyproject.toml", "setup.py", "setup.cfg", "Pipfile", "tox.ini"] {
+        if has(f) {
+            p.spec_files.push(f.to_string());
+        }
+    }
+
+    if let Some(pp) = &pyproject {
+        let build = pp.get("build-system");
+        let backend = build.and_then(|b| b.get("build-backend")).and_then(|b| b.as_str()).unwrap_or("");
+        p.build_requires =
+            string_list(build.and_then(|b| b.get("requires"))).iter().map(|r| requirement_name(r)).collect();
+        p.backend = match backend {
+            b if b.starts_with("setuptools") => "setuptools".into(),
+            b if b.starts_with("poetry") => "poetry".into(),
+            b if b.starts_with("flit") => "flit".into(),
+            b if b.starts_with("hatch") => "hatch".into(),
+            b if b.starts_with("pdm") => "pdm".into(),
+            "" => "setuptools".into(),
+            other => other.to_string(),
+        };
+        if let Some(project) = pp.get("project") {
+            p.name = project.get("name").and_then(|n| n.as_str()).map(str::to_string);
+            p.requires_python = project.get("requires-python").and_then(|v| v.as_str()).map(str::to_string);
+            p.requirements.extend(string_list(project.get("dependencies")));
+            if let Some(optional) = project.get("optional-dependencies").and_then(|o| o.as_table()) {
+                for extra in TEST_EXTRAS {
+                    if let Some(reqs) = optional.get(extra) {
+                        p.extras.push(extra.to_string());
+                        p.requirements.extend(string_list(Some(reqs)));
+                    }
+                }
+            }
+        }
+        if let Some(poetry) = pp.get("tool").and_then(|t| t.get("poetry")) {
+            p.name =
+                p.name.clone().or_else(|| poetry.get("name").and_then(|n| n.as_str()).map(str::to_string));
+            let deps = |t: Option<&toml::Value>| -> Vec<String> {
+                t.and_then(|d| d.as_table())
+                    .map(|d| d.keys().filter(|k| *k != "python").cloned().collect())
+                    .unwrap_or_default()
+            };
+            p.requirements.extend(deps(poetry.get("dependencies")));
+            p.requirements.extend(deps(poetry.get("dev-dependencies")));
+            if let Some(groups) = poetry.get("group").and_then(|g| g.as_table()) {
+                for g in ["dev", "test", "tests"] {
+                    p.requirements.extend(deps(groups.get(g).and_then(|x| x.get("dependencies"))));
+                }
+            }
+            if p.requires_python.is_none() {
+                p.requires_python = poetry
+                    .get("dependencies")
+                    .and_then(|d| d.get("python"))
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string);
+            }
+        }
+        if pp.get("tool").and_then(|t| t.get("pytest")).is_some() {
+            p.runner = Some(Runner::Pytest);
+        }
+    } else if setup_py.is_some() {
+        p.backend = "setuptools (setup.py)".into();
+        p.build_requires = vec!["setuptools".into(), "wheel".into()];
+    }
+    if let Some(src) = &setup_py {
+        if p.name.is_none() {
+            p.name = quoted(src.split("name=").nth(1).unwrap_or("").lines().next().unwrap_or(""))
+                .into_iter()
+                .next();
+        }
+        p.requirements.extend(python_list_after(src, "install_requires"));
+        for (extra, reqs) in setup_py_extras(src) {
+            if !p.extras.contains(&extra) {
+                p.extras.push(extra);
+            }
+            p.requirements.extend(reqs);
+        }
+        if p.requires_python.is_none() {
+            p.requires_python =
+                quoted(src.split("python_requires").nth(1).unwrap_or("").lines().next().unwrap_or(""))
+                    .into_iter()
+                    .next();
+        }
+    }
+    if let Some(cfg) = &setup_cfg {
+        let metadata = ini_section(cfg, "metadata");
+        let options = ini_section(cfg, "options");
+        if p.name.is_none() {
+            p.name = metadata.iter().find(|(k, _)| k == "name").map(|(_, v)| v.clone());
+        }
+        for (k, v) in &options {
+            if k == "install_requires" {
+                p.requirements.extend(requirement_lines(v));
+            }
+            if k == "python_requires" && p.requires_python.is_none() {
+                p.requires_python = Some(v.clone());
+            }
+        }
+        for (k, v) in ini_section(cfg, "options.extras_require") {
+            if TEST_EXTRAS.contains(&k.as_str()) {
+                if !p.extras.contains(&k) {
+                    p.extras.push(k.clone());
+                }
+                p.requirements.extend(requirement_lines(&v));
+            }
+        }
+        if cfg.contains("[tool:pytest]") {
+            p.runner = Some(Runner::Pytest);
+        }
+    }
+    for f in REQUIREMENT_FILES {
+        if let Some(text) = read(f) {
+            p.spec_files.push(f.to_string());
+            p.requirements.extend(requirement_lines(&text));
+        }
+    }
+    if let Some(tox) = read("tox.ini") {
+        for (k, v) in ini_section(&tox, "testenv") {
+            if k == "deps" {
+                p.requirements.extend(requirement_lines(&v).into_iter().filter(|r| !r.contains('{')));
+            }
+            if k == "commands" && v.contains("pytest") {
+                p.runner = Some(Runner::Pytest);
+            }
+        }
+    }
+    if let Some(pipfile) = read("Pipfile").and_then(|t| t.parse::<toml::Table>().ok())
+        && let Some(dev) = pipfile.get("dev-packages").and_then(|d| d.as_table())
+    {
+        p.requirements.extend(dev.keys().cloned());
+    }
+    if p.backend.is_empty() {
+        p.backend = "none".into();
+    }
+    let names: Vec<String> = p.requirements.iter().map(|r| requirement_name(r)).collect();
+    if p.runner.is_none() {
+        let pytest_files =
+            has("pytest.ini") || has("conftest.py") || listing.iter().any(|l| l.ends_with("/conftest.py"));
+        p.runner = Some(if pytest_files || names.iter().any(|n| n == "pytest") {
+            Runner::Pytest
+        } else {
+            Runner::Unittest
+        });
+    }
+    // Requirements that are the project itself (an extra naming `pkg[test]`) or local paths are
+    // installed with the project, not in the dependency layer.
+    let own = p.name.as_deref().map(requirement_name);
+    p.requirements.retain(|r| {
+        let n = requirement_name(r);
+        !n.is_empty() && Some(&n) != own.as_ref() && !r.starts_with('.') && !r.contains("://")
+    });
+    p.requirements.sort();
+    p.requirements.dedup();
+    p.imports = import_names(p.name.as_deref(), listing);
+    p
+}
+
+/// Top-level modules to import: the distribution's own module when the tree has it, else every
+/// top-level package (flat or `src/` layout) that is not tests or docs.
+fn import_names(name: Option<&str>, listing: &[String]) -> Vec<String> {
+    let has = |path: String| listing.contains(&path);
+    if let Some(name) = name {
+        let m = module_name(name);
+        for candidate in [
+            format!("{m}/__init__.py"),
+            format!("src/{m}/__init__.py"),
+            format!("{m}.py"),
+            format!("src/{m}.py"),
+        ] {
+            if has(candidate) {
+                return vec![m];
+            }
+        }
+    }
+    let mut out: Vec<String> = listing
+        .iter()
+        .filter_map(|l| {
+            let l = l.strip_prefix("src/").unwrap_or(l);
+            let (top, rest) = l.split_once('/')?;
+            (rest == "__init__.py").then(|| top.to_string())
+        })
+        .filter(|t| !["tests", "test", "docs", "doc", "examples", "benchmarks"].contains(&t.as_str()))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn detect_in(files: &[(&str, &str)]) -> Project {
+        let map: HashMap<String, String> =
+            files.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let listing: Vec<String> = map.keys().cloned().collect();
+        detect(&|p| map.get(p).cloned(), &listing)
+    }
+
+    #[test]
+    fn pep_621_with_a_test_extra() {
+        let p = detect_in(&[
+            (
+                "pyproject.toml",
+                "[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n[project]\nname = \"dur-ations\"\nrequires-python = \">=3.9\"\ndependencies = [\"attrs>=21\"]\n[project.optional-dependencies]\ntest = [\"pytest>=7\", \"dur-ations[extra]\"]\n",
+            ),
+            ("src/dur_ations/__init__.py", ""),
+            ("tests/test_x.py", ""),
+        ]);
+        assert_eq!(p.backend, "setuptools");
+        assert_eq!(p.requires_python.as_deref(), Some(">=3.9"));
+        assert_eq!(p.requirements, vec!["attrs>=21", "pytest>=7"]);
+        assert_eq!(p.extras, vec!["test"]);
+        assert_eq!(p.runner, Some(Runner::Pytest));
+        assert_eq!(p.imports, vec!["dur_ations"]);
+        assert_eq!(p.build_requires, vec!["setuptools"]);
+    }
+
+    #[test]
+    fn setup_py_with_extras_and_a_requirements_file() {
+        let p = detect_in(&[
+            (
+                "setup.py",
+                "from setuptools import setup\nsetup(\n    name='confmerge',\n    python_requires='>=3.8',\n    install_requires=['click>=7', \"six\"],\n    extras_require={'tests': ['pytest', 'hypothesis']},\n)\n",
+            ),
+            ("requirements-dev.txt", "# dev\nflake8==6.0  # lint\n-r requirements.txt\n"),
+            ("confmerge.py", ""),
+        ]);
+        assert_eq!(p.backend, "setuptools (setup.py)");
+        assert_eq!(p.name.as_deref(), Some("confmerge"));
+        assert_eq!(p.requires_python.as_deref(), Some(">=3.8"));
+        assert_eq!(p.requirements, vec!["click>=7", "flake8==6.0", "hypothesis", "pytest", "six"]);
+        assert_eq!(p.extras, vec!["tests"]);
+        assert_eq!(p.imports, vec!["confmerge"]);
+        assert!(p.spec_files.contains(&"requirements-dev.txt".to_string()));
+    }
+
+    #[test]
+    fn poetry_flit_hatch_pdm_backends_and_setup_cfg() {
+        let poetry = detect_in(&[(
+            "pyproject.toml",
+            "[build-system]\nrequires = [\"poetry-core\"]\nbuild-backend = \"poetry.core.masonry.api\"\n[tool.poetry]\nname = \"pkg\"\n[tool.poetry.dependencies]\npython = \"^3.8\"\nrequests = \"^2\"\n[tool.poetry.group.dev.dependencies]\npytest = \"*\"\n",
+        )]);
+        assert_eq!(poetry.backend, "poetry");
+        assert_eq!(poetry.requirements, vec!["pytest", "requests"]);
+        assert_eq!(poetry.requires_python.as_deref(), Some("^3.8"));
+        for (backend, name) in
+            [("flit_core.buildapi", "flit"), ("hatchling.build", "hatch"), ("pdm.backend", "pdm")]
+        {
+            let p =
+                detect_in(&[("pyproject.toml", &format!("[build-system]\nbuild-backend = \"{backend}\"\n"))]);
+            assert_eq!(p.backend, name);
+        }
+        let cfg = detect_in(&[
+            ("setup.py", "from setuptools import setup\nsetup()\n"),
+            (
+                "setup.cfg",
+                "[metadata]\nname = slugkit\n[options]\npython_requires = >=3.7\ninstall_requires =\n    unidecode\n[options.extras_require]\ntesting =\n    pytest\n[tool:pytest]\n",
+            ),
+        ]);
+        assert_eq!(cfg.name.as_deref(), Some("slugkit"));
+        assert_eq!(cfg.requirements, vec!["pytest", "unidecode"]);
+        assert_eq!(cfg.extras, vec!["testing"]);
+        assert_eq!(cfg.requires_python.as_deref(), Some(">=3.7"));
+    }
+
+    #[test]
+    fn tox_and_pipfile_and_unittest() {
+        let p = detect_in(&[
+            ("setup.py", "setup(name='x')"),
+            (
+                "tox.ini",
+                "[tox]\nenvlist = py39\n[testenv]\ndeps =\n    mock\n    -rrequirements.txt\ncommands = python -m unittest\n",
+            ),
+            ("Pipfile", "[packages]\n[dev-packages]\nnose = \"*\"\n"),
+            ("x/__init__.py", ""),
+        ]);
+        assert_eq!(p.requirements, vec!["mock", "nose"]);
+        assert_eq!(p.runner, Some(Runner::Unittest));
+        assert_eq!(p.imports, vec!["x"]);
+    }
+
+    #[test]
+    fn requirement_names() {
+        assert_eq!(requirement_name("Foo_Bar[x]>=1; python_version<'3'"), "foo-bar");
+        assert_eq!(requirement_name("pytest"), "pytest");
+    }
+}

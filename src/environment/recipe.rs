@@ -1,0 +1,231 @@
+//! From a detected project to images in layers:
+//!
+//! 1. base (`curate images bootstrap`): Debian, Python, git, a compiler; the suite picks the Python;
+//! 2. tools: a venv with uv, pip, setuptools and wheel, current versions;
+//! 3. dependencies: the build backends (current) and the declared requirements resolved as they were
+//!    on the PR's date (`uv pip install --exclude-newer`), keyed by repository and the hash of that
+//!    spec, so PRs with the same spec share it;
+//! 4. instance: the repository at the reviewed commit, installed in editable mode.
+//!
+//! Build tools are current on purpose: an editable install needs setuptools 64 or newer, and
+//! pinning the backend to an old date breaks every legacy project.
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::detect::{Project, Runner};
+
+/// Debian suites with the Python each carries, in order of preference.
+pub const SUITES: [(&str, (u32, u32)); 3] =
+    [("bookworm", (3, 11)), ("trixie", (3, 13)), ("bullseye", (3, 9))];
+
+/// Bumped when the layers' recipes change, so old images are not reused.
+const RECIPE_VERSION: u32 = 1;
+
+fn version_of(text: &str) -> Option<(u32, u32)> {
+    let mut parts = text.trim().trim_end_matches(".*").split('.');
+    let major = parts.next()?.trim().parse().ok()?;
+    let minor = parts.next().map_or(Some(0), |m| m.trim().parse().ok())?;
+    Some((major, minor))
+}
+
+/// Whether Python `v` (major, minor) satisfies a `requires-python` (or poetry `^3.8`) specifier.
+pub fn satisfies(spec: &str, v: (u32, u32)) -> bool {
+    spec.split(',').map(str::trim).filter(|c| !c.is_empty()).all(|clause| {
+        let ops = ["~=", "==", "!=", ">=", "<=", ">", "<", "^", "="];
+        let Some(op) = ops.iter().find(|o| clause.starts_with(**o)) else { return true };
+        let Some(w) = version_of(&clause[op.len()..]) else { return true };
+        match *op {
+            ">=" => v >= w,
+            ">" => v > w || (clause.matches('.').count() >= 2 && v >= w),
+            "<=" => v <= w,
+            "<" => v < w,
+            "==" | "=" => v == w,
+            "!=" => v != w,
+            "~=" | "^" => v >= w && v.0 == w.0,
+            _ => true,
+        }
+    })
+}
+
+/// The first suite whose Python fits the project's range.
+pub fn choose_suite(requires_python: Option<&str>) -> Option<(&'static str, (u32, u32))> {
+    match requires_python {
+        None => Some(SUITES[0]),
+        Some(spec) => SUITES.iter().copied().find(|(_, v)| satisfies(spec, *v)),
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Recipe {
+    pub suite: String,
+    pub python: String,
+    pub base_image: String,
+    pub tools_image: String,
+    pub tools_dockerfile: String,
+    pub deps_image: String,
+    pub deps_dockerfile: String,
+    pub requirements_txt: String,
+    pub instance_dockerfile: String,
+    /// What runs, in order, as a shell script (for people; the Dockerfiles are what is built).
+    pub install_script: String,
+    /// Commands that must succeed in the instance image.
+    pub verify: Vec<Vec<String>>,
+    /// Resolution date for `--exclude-newer`.
+    pub pinned_to: String,
+}
+
+fn tag_part(s: &str) -> String {
+    s.to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' })
+        .collect()
+}
+
+/// `pin` is an RFC 3339 time: dependencies resolve as they were then. The caller passes the time the
+/// dependency spec took its current form (its last change before the reviewed commit), so every PR
+/// with the same spec resolves the same way and shares one dependency layer.
+pub fn recipe(p: &Project, repo: &str, instance: &str, head: &str, pin: &str) -> Result<Recipe, String> {
+    let (suite, (major, minor)) = choose_suite(p.requires_python.as_deref()).ok_or_else(|| {
+        format!("no base image has a Python in {}", p.requires_python.as_deref().unwrap_or("?"))
+    })?;
+    let pinned_to = pin.to_string();
+    let base_image = format!("curate/base:{suite}");
+    let tools_image = format!("curate/tools:{suite}-v{RECIPE_VERSION}");
+    let tools_dockerfile = format!(
+        "FROM {base_image}\n\
+         ENV PATH=/opt/venv/bin:$PATH VIRTUAL_ENV=/opt/venv UV_NATIVE_TLS=1 PIP_CERT=/etc/ssl/certs/ca-certificates.crt PIP_DISABLE_PIP_VERSION_CHECK=1\n\
+         RUN python3 -m venv /opt/venv && pip install --no-cache-dir --quiet uv setuptools wheel\n"
+    );
+    let mut requirements = p.requirements.clone();
+    if p.runner == Some(Runner::Pytest)
+        && !requirements.iter().any(|r| super::detect::requirement_name(r) == "pytest")
+    {
+        requirements.push("pytest".into());
+    }
+    let requirements_txt: String = requirements.iter().map(|r| format!("{r}\n")).collect();
+    let mut backends: Vec<String> = p.build_requires.iter().filter(|b| !b.is_empty()).cloned().collect();
+    backends.sort();
+    backends.dedup();
+    let backend_step = if backends.is_empty() {
+        String::new()
+    } else {
+        format!("RUN uv pip install --quiet {}\n", backends.join(" "))
+    };
+    let deps_dockerfile = format!(
+        "FROM {tools_image}\n{backend_step}COPY requirements.txt /curate/requirements.txt\n\
+         RUN uv pip install --quiet --exclude-newer {pinned_to} -r /curate/requirements.txt\n"
+    );
+    let key =
+        hex::encode(Sha256::digest(format!("{repo}\n{deps_dockerfile}\n{requirements_txt}").as_bytes()));
+    let deps_image = format!("curate-deps/{}:{}", tag_part(repo), &key[..16]);
+    let target = if p.extras.is_empty() { ".".to_string() } else { format!(".[{}]", p.extras.join(",")) };
+    let instance_dockerfile = format!(
+        "FROM {deps_image}\nCOPY repo /repo\nWORKDIR /repo\n\
+         RUN uv pip install --quiet --exclude-newer {pinned_to} --no-build-isolation -e \"{target}\"\n"
+    );
+    let install_script = format!(
+        "# {instance} at {head}: Python {major}.{minor} (Debian {suite}), backend {}\n\
+         python3 -m venv /opt/venv && pip install uv setuptools wheel\n{}\
+         uv pip install --exclude-newer {pinned_to} -r requirements.txt\n\
+         uv pip install --exclude-newer {pinned_to} --no-build-isolation -e \"{target}\"\n",
+        p.backend,
+        backend_step.trim_start_matches("RUN ")
+    );
+    let mut verify = Vec::new();
+    if !p.imports.is_empty() {
+        let code = format!("import {}", p.imports.join(", "));
+        verify.push(vec!["python".into(), "-c".into(), code]);
+    }
+    if p.runner == Some(Runner::Pytest) {
+        verify.push(
+            ["python", "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+                .map(String::from)
+                .to_vec(),
+        );
+    }
+    Ok(Recipe {
+        suite: suite.into(),
+        python: format!("{major}.{minor}"),
+        base_image,
+        tools_image,
+        tools_dockerfile,
+        deps_image,
+        deps_dockerfile,
+        requirements_txt,
+        instance_dockerfile,
+        install_script,
+        verify,
+        pinned_to,
+    })
+}
+
+/// Seconds since the epoch as an RFC 3339 UTC time (`2024-03-18T11:20:00Z`).
+pub fn rfc3339(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// The instance image's tag.
+pub fn instance_tag(instance: &str, head: &str) -> String {
+    format!("curate-env/{}:{}", tag_part(instance), &head[..head.len().min(12)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_ranges_pick_a_suite() {
+        assert_eq!(choose_suite(None).unwrap().0, "bookworm");
+        assert_eq!(choose_suite(Some(">=3.8")).unwrap().0, "bookworm");
+        assert_eq!(choose_suite(Some(">=3.6, <3.10")).unwrap().0, "bullseye");
+        assert_eq!(choose_suite(Some(">=3.12")).unwrap().0, "trixie");
+        assert_eq!(choose_suite(Some("^3.8")).unwrap().0, "bookworm");
+        assert_eq!(choose_suite(Some("==3.10.*")), None);
+        assert!(satisfies(">=3.7,!=3.8.*", (3, 11)));
+        assert!(!satisfies("~=3.12", (3, 11)));
+    }
+
+    #[test]
+    fn layers_share_what_they_can() {
+        let p = Project {
+            name: Some("durations".into()),
+            backend: "setuptools".into(),
+            build_requires: vec!["setuptools".into()],
+            requirements: vec!["attrs".into()],
+            extras: vec!["test".into()],
+            runner: Some(Runner::Pytest),
+            imports: vec!["durations".into()],
+            ..Project::default()
+        };
+        let pin = "2024-03-01T10:00:00Z";
+        let a = recipe(&p, "o/durations", "o__durations-3", "aaaaaaaaaaaaaaaa", pin).unwrap();
+        let b = recipe(&p, "o/durations", "o__durations-8", "bbbbbbbbbbbbbbbb", pin).unwrap();
+        assert_eq!(a.deps_image, b.deps_image, "same repo, spec and pin: one dependency layer");
+        assert!(a.deps_dockerfile.contains("--exclude-newer 2024-03-01T10:00:00Z"));
+        assert!(a.requirements_txt.contains("pytest\n") && a.requirements_txt.contains("attrs\n"));
+        assert!(a.instance_dockerfile.contains("-e \".[test]\""));
+        assert_eq!(a.verify[0], vec!["python", "-c", "import durations"]);
+        let mut q = p.clone();
+        q.requirements.push("six".into());
+        let c = recipe(&q, "o/durations", "x", "cccc", pin).unwrap();
+        assert_ne!(a.deps_image, c.deps_image, "a new requirement is a new layer");
+        let d = recipe(&p, "o/durations", "x", "cccc", "2024-05-02T00:00:00Z").unwrap();
+        assert_ne!(a.deps_image, d.deps_image, "another pin resolves again");
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_710_760_800), "2024-03-18T11:20:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+    }
+}

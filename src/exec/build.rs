@@ -1,0 +1,125 @@
+//! Building an image from a Dockerfile and a build context through bollard.
+
+use std::path::Path;
+
+use bollard::Docker;
+use bollard::query_parameters::BuildImageOptionsBuilder;
+use futures_util::StreamExt;
+
+use super::docker::ExecError;
+
+/// What goes into the build context besides the Dockerfile.
+pub enum Context<'a> {
+    File {
+        path: &'a str,
+        bytes: &'a [u8],
+    },
+    /// A directory copied whole under `path`.
+    Dir {
+        path: &'a str,
+        dir: &'a Path,
+    },
+}
+
+/// A build that ran and failed: the Dockerfile step or the command inside it.
+#[derive(Debug, Clone)]
+pub struct BuildFailure {
+    pub message: String,
+    /// The last lines of the build's output.
+    pub log_tail: String,
+}
+
+fn context_tar(dockerfile: &str, items: &[Context]) -> Result<Vec<u8>, ExecError> {
+    let pack = |e: std::io::Error| ExecError::Other(format!("cannot pack the build context: {e}"));
+    let mut b = tar::Builder::new(Vec::new());
+    b.follow_symlinks(false);
+    let add = |b: &mut tar::Builder<Vec<u8>>, path: &str, bytes: &[u8]| {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(bytes.len() as u64);
+        h.set_mode(0o644);
+        h.set_mtime(0);
+        h.set_cksum();
+        b.append_data(&mut h, path, bytes)
+    };
+    add(&mut b, "Dockerfile", dockerfile.as_bytes()).map_err(pack)?;
+    for item in items {
+        match item {
+            Context::File { path, bytes } => add(&mut b, path, bytes).map_err(pack)?,
+            Context::Dir { path, dir } => b.append_dir_all(path, dir).map_err(pack)?,
+        }
+    }
+    b.into_inner().map_err(pack)
+}
+
+/// Builds `tag`. `Ok(Err(..))` is a build that failed on its own terms (a step's command);
+/// `Err(..)` is the daemon failing.
+pub async fn build(
+    docker: &Docker,
+    tag: &str,
+    dockerfile: &str,
+    context: &[Context<'_>],
+) -> Result<Result<(), BuildFailure>, ExecError> {
+    let tar = context_tar(dockerfile, context)?;
+    let options =
+        BuildImageOptionsBuilder::default().dockerfile("Dockerfile").t(tag).rm(true).forcerm(true).build();
+    let mut stream = docker.build_image(options, None, Some(bollard::body_full(tar.into())));
+    let mut log = String::new();
+    while let Some(step) = stream.next().await {
+        match step {
+            Ok(info) => {
+                if let Some(s) = info.stream {
+                    log.push_str(&s);
+                }
+                if let Some(e) = info.error_detail.and_then(|d| d.message) {
+                    return Ok(Err(BuildFailure { message: e, log_tail: tail_lines(&log, 12) }));
+                }
+            }
+            Err(bollard::errors::Error::DockerStreamError { error }) => {
+                return Ok(Err(BuildFailure { message: error, log_tail: tail_lines(&log, 12) }));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// Removes terminal colour codes (`ESC [ ... m`).
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The last `n` lines the build's commands printed, without Docker's own bookkeeping.
+fn tail_lines(text: &str, n: usize) -> String {
+    let docker_own = ["Removing intermediate container", "--->", "Step ", "Successfully "];
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| strip_ansi(l).trim().to_string())
+        .filter(|l| !l.is_empty() && !docker_own.iter().any(|p| l.starts_with(p)))
+        .collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tail_is_what_the_command_said() {
+        let log = "Step 3/3 : RUN uv pip install\n ---> Running in 1a2b\n  × No solution found\n  ╰─▶ no-such-pkg was not found\n\u{1b}[0mRemoving intermediate container 1a2b\n";
+        assert_eq!(tail_lines(log, 1), "╰─▶ no-such-pkg was not found");
+        assert_eq!(strip_ansi("\u{1b}[31mred\u{1b}[0m"), "red");
+    }
+}

@@ -1,0 +1,252 @@
+//! `environment` (the paper's section 4.2.2): per PR, a Docker image with the repository at the
+//! reviewed commit installed and its tests collectable. Detects how the project builds, builds the
+//! layers (tools, dependencies pinned to the PR's date and shared across PRs with the same spec, the
+//! instance), and verifies the image: the package imports and the test runner collects tests. A PR
+//! whose environment does not build or verify is rejected with the step and its last log line.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use bollard::Docker;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use serde_yaml::Mapping;
+use tokio::sync::OnceCell;
+
+use super::{Built, Stage, StageContext, TaskFuture, TaskInput};
+use crate::engine::item::{Outcome, Scope};
+use crate::engine::resources::Resource;
+use crate::engine::spec::parse_config;
+use crate::environment::detect::detect;
+use crate::environment::recipe::{Recipe, instance_tag, recipe, rfc3339};
+use crate::errors::ConfigError;
+use crate::exec::build::{BuildFailure, Context, build};
+use crate::exec::docker::image_exists;
+use crate::exec::sandbox::{RunSpec, run};
+use crate::exec::{ExecError, connect};
+use crate::repo::Mirrors;
+use crate::sources::record::PullRequest;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    /// Seconds each verification command may take.
+    #[serde(default = "default_verify_timeout")]
+    verify_timeout_secs: u64,
+}
+
+fn default_verify_timeout() -> u64 {
+    180
+}
+
+struct Environment {
+    mirrors: Arc<Mirrors>,
+    docker: Arc<OnceCell<Docker>>,
+    verify_timeout: Duration,
+}
+
+pub fn build_stage(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError> {
+    let config: Config = parse_config(config)?;
+    Ok(Built {
+        stage: Arc::new(Environment {
+            mirrors: ctx.mirrors.clone(),
+            docker: Arc::new(OnceCell::new()),
+            verify_timeout: Duration::from_secs(config.verify_timeout_secs),
+        }),
+        version: 1,
+        scope: Scope::Pr,
+        resource: Resource::Docker,
+        side_effects: true,
+        files: Vec::new(),
+        fingerprint_extra: Value::Null,
+    })
+}
+
+/// One build of a tag at a time in this process; a second asker waits and then finds it built.
+async fn build_lock(tag: &str) -> tokio::sync::OwnedMutexGuard<()> {
+    static LOCKS: OnceLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> = OnceLock::new();
+    let lock = {
+        let mut map = LOCKS.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(tag.to_string()).or_default().clone()
+    };
+    lock.lock_owned().await
+}
+
+/// The last line that says something, for a rejection reason.
+fn last_line(text: &str) -> String {
+    text.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").chars().take(240).collect()
+}
+
+fn files_under(root: &Path, dir: &Path, out: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let path = e.path();
+        if path.file_name().is_some_and(|n| n == ".git") {
+            continue;
+        }
+        if path.is_dir() {
+            files_under(root, &path, out);
+        } else if let Ok(rel) = path.strip_prefix(root) {
+            out.push(rel.to_string_lossy().replace('\\', "/"));
+        }
+    }
+}
+
+enum Step {
+    Failed(String),
+    Infra(String),
+}
+
+impl From<ExecError> for Step {
+    fn from(e: ExecError) -> Step {
+        Step::Infra(e.to_string())
+    }
+}
+
+/// Builds `tag` unless it exists; `Ok(true)` if it was already there.
+async fn ensure(
+    docker: &Docker,
+    tag: &str,
+    dockerfile: &str,
+    context: &[Context<'_>],
+    what: &str,
+) -> Result<bool, Step> {
+    let _guard = build_lock(tag).await;
+    if image_exists(docker, tag).await? {
+        return Ok(true);
+    }
+    match build(docker, tag, dockerfile, context).await? {
+        Ok(()) => Ok(false),
+        Err(BuildFailure { message, log_tail }) => {
+            let detail = last_line(&log_tail);
+            Err(Step::Failed(format!("{what} failed: {}", if detail.is_empty() { message } else { detail })))
+        }
+    }
+}
+
+impl Environment {
+    async fn make(&self, pr: &PullRequest, instance: &str) -> Result<Value, Step> {
+        let docker = self.docker.get_or_try_init(connect).await?.clone();
+        let work = tempfile::tempdir().map_err(|e| Step::Infra(format!("no temporary directory: {e}")))?;
+        let checkout = work.path().join("repo");
+        let (mirrors, repo, head, dest) =
+            (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone(), checkout.clone());
+        let materialized = tokio::task::spawn_blocking(move || {
+            let mirror = mirrors.open(&repo, &[&head])?;
+            mirror.materialize(&head, &dest)
+        })
+        .await
+        .map_err(|e| Step::Infra(format!("the git worker failed: {e}")))?;
+        match materialized {
+            Ok(()) => {}
+            Err(e) if e.is_data_error() => return Err(Step::Failed(e.to_string())),
+            Err(e) => return Err(Step::Infra(e.to_string())),
+        }
+        let mut listing = Vec::new();
+        files_under(&checkout, &checkout, &mut listing);
+        let read = |p: &str| std::fs::read_to_string(checkout.join(p)).ok();
+        let project = detect(&read, &listing);
+        if project.backend == "none" && project.requirements.is_empty() {
+            return Err(Step::Failed(
+                "no Python build files (pyproject.toml, setup.py, setup.cfg, requirements)".into(),
+            ));
+        }
+        // Resolve dependencies as of when the spec took its current form (deterministic, and shared
+        // by every PR with the same spec); the PR's own date when the history is too long to tell.
+        let (mirrors, repo, head, spec) =
+            (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone(), project.spec_files.clone());
+        let changed = tokio::task::spawn_blocking(move || {
+            mirrors.open(&repo, &[&head])?.last_change(&head, &spec, 20_000)
+        })
+        .await
+        .map_err(|e| Step::Infra(format!("the git worker failed: {e}")))?
+        .map_err(|e| Step::Infra(e.to_string()))?;
+        let pin = match (changed, pr.created_at.as_deref()) {
+            (Some(secs), _) => rfc3339(secs),
+            (None, Some(date)) => date.to_string(),
+            (None, None) => return Err(Step::Failed("no date to resolve dependencies at".into())),
+        };
+        let r: Recipe = recipe(&project, &pr.repo, instance, &pr.head_commit, &pin).map_err(Step::Failed)?;
+        if !image_exists(&docker, &r.base_image).await? {
+            return Err(Step::Infra(ExecError::MissingImage(r.base_image.clone()).to_string()));
+        }
+        ensure(&docker, &r.tools_image, &r.tools_dockerfile, &[], "the tools layer").await?;
+        let t0 = Instant::now();
+        let requirements = r.requirements_txt.as_bytes();
+        let deps_context = [Context::File { path: "requirements.txt", bytes: requirements }];
+        let deps_reused =
+            ensure(&docker, &r.deps_image, &r.deps_dockerfile, &deps_context, "dependency install").await?;
+        let deps_s = t0.elapsed().as_secs_f64();
+        let t1 = Instant::now();
+        let tag = instance_tag(instance, &pr.head_commit);
+        let repo_context = [Context::Dir { path: "repo", dir: &checkout }];
+        ensure(&docker, &tag, &r.instance_dockerfile, &repo_context, "the editable install").await?;
+        let instance_s = t1.elapsed().as_secs_f64();
+        let t2 = Instant::now();
+        for command in &r.verify {
+            let args: Vec<&str> = command.iter().map(String::as_str).collect();
+            let mut spec = RunSpec::new(&tag, &args);
+            spec.workdir = "/repo".into();
+            spec.env.retain(|(k, _)| k != "PATH");
+            spec.env.push(("PATH".into(), "/opt/venv/bin:/usr/local/bin:/usr/bin:/bin".into()));
+            spec.env.push(("VIRTUAL_ENV".into(), "/opt/venv".into()));
+            spec.timeout = self.verify_timeout;
+            let result = run(&docker, &spec).await?;
+            let shown = command.join(" ");
+            match result.exit_code {
+                Some(0) => {}
+                Some(5) if command.iter().any(|c| c == "pytest") => {
+                    return Err(Step::Failed("verification: pytest collected no tests".into()));
+                }
+                _ if result.timed_out => {
+                    return Err(Step::Failed(format!("verification timed out: `{shown}`")));
+                }
+                _ => {
+                    return Err(Step::Failed(format!(
+                        "verification failed: `{shown}`: {}",
+                        last_line(&result.output)
+                    )));
+                }
+            }
+        }
+        Ok(json!({
+            "image": tag,
+            "deps_image": r.deps_image,
+            "deps_reused": deps_reused,
+            "tools_image": r.tools_image,
+            "suite": r.suite,
+            "python": r.python,
+            "pinned_to": r.pinned_to,
+            "backend": project.backend,
+            "runner": project.runner,
+            "imports": project.imports,
+            "requirements": r.requirements_txt,
+            "install_script": r.install_script,
+            "dockerfiles": {"tools": r.tools_dockerfile, "deps": r.deps_dockerfile, "instance": r.instance_dockerfile},
+            "seconds": {"deps": deps_s, "instance": instance_s, "verify": t2.elapsed().as_secs_f64()},
+        }))
+    }
+}
+
+impl Stage for Environment {
+    fn run(&self, input: TaskInput) -> TaskFuture {
+        let this = Environment {
+            mirrors: self.mirrors.clone(),
+            docker: self.docker.clone(),
+            verify_timeout: self.verify_timeout,
+        };
+        Box::pin(async move {
+            let pr: PullRequest = match serde_json::from_value(input.item.data.clone()) {
+                Ok(pr) => pr,
+                Err(_) => return Outcome::Rejected { reason: "not a pull request record".into() },
+            };
+            match this.make(&pr, &input.item.id).await {
+                Ok(output) => Outcome::Kept { output },
+                Err(Step::Failed(reason)) => Outcome::Rejected { reason },
+                Err(Step::Infra(error)) => Outcome::Errored { error },
+            }
+        })
+    }
+}
