@@ -72,9 +72,9 @@ async fn the_network_is_off_and_no_credentials_leak_in() {
     let r = run(&d, &RunSpec::new(BASE, &["python3", "-c", probe])).await.unwrap();
     assert!(r.output.contains("NO NETWORK"), "{}", r.output);
     assert!(!r.output.contains("CONNECTED"));
-    // Only what the sandbox sets, plus HOME and HOSTNAME from Docker itself.
+    // Only what the sandbox sets, the image's own SSL_CERT_FILE, and HOME and HOSTNAME from Docker.
     assert!(
-        r.output.contains("['HOME', 'HOSTNAME', 'LANG', 'PATH', 'PYTHONDONTWRITEBYTECODE']"),
+        r.output.contains("['HOME', 'HOSTNAME', 'LANG', 'PATH', 'PYTHONDONTWRITEBYTECODE', 'SSL_CERT_FILE']"),
         "unexpected environment: {}",
         r.output
     );
