@@ -91,9 +91,12 @@ impl Reporter for Bars {
             Event::Plan { stages } => {
                 let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(10));
                 let style = ProgressStyle::with_template(
-                    "{prefix:<18.bold} [{bar:28.cyan/blue}] {pos:>6}/{len:<6} {per_sec:>9} eta {eta:<4} {msg}",
+                    "{prefix:<18.bold} [{bar:28.cyan/blue}] {pos:>6}/{len:<6} {rate:>8} eta {eta:<4} {msg}",
                 )
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .with_key("rate", |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{:.0}/s", state.per_sec());
+                })
                 .progress_chars("=> ");
                 self.counts = counts_of(&stages);
                 self.bars = stages
