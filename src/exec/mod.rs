@@ -6,6 +6,7 @@ pub mod bootstrap;
 pub mod build;
 pub mod docker;
 pub mod sandbox;
+pub mod testrun;
 
 pub use docker::{ExecError, connect};
 pub use sandbox::{RunResult, RunSpec};

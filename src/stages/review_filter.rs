@@ -37,6 +37,10 @@ pub const CATEGORIES: [&str; 10] = [
     "security",
 ];
 
+/// Comment kinds (when the prompt asks for one) that make a comment kept, and dropped.
+const KEPT_KINDS: [&str; 2] = ["defect", "change"];
+const DROPPED_KINDS: [&str; 5] = ["question", "vague", "style", "praise", "process"];
+
 /// What the prompt may use.
 const PLACEHOLDERS: [&str; 4] = ["pr_title", "path", "diff_hunk", "comment"];
 
@@ -99,6 +103,9 @@ fn normalize_category(c: &str) -> Option<String> {
 fn parse_verdict(text: &str) -> Result<Verdict, String> {
     #[derive(Deserialize)]
     struct Raw {
+        /// Optional: when the prompt asks for the comment's kind, it decides, since a small model
+        /// names a kind more reliably than it applies a criterion.
+        kind: Option<String>,
         verdict: String,
         category: Option<String>,
         reason: Option<String>,
@@ -106,10 +113,16 @@ fn parse_verdict(text: &str) -> Result<Verdict, String> {
     let value = extract_object(text)?;
     let raw: Raw =
         serde_json::from_value(value).map_err(|e| format!("the JSON object is not a verdict: {e}"))?;
-    let keep = match raw.verdict.trim().to_lowercase().as_str() {
-        "keep" => true,
-        "drop" => false,
-        other => return Err(format!("`verdict` must be \"keep\" or \"drop\", not \"{other}\"")),
+    let by_kind = match raw.kind.as_deref().map(|k| k.trim().to_lowercase()) {
+        Some(k) if KEPT_KINDS.contains(&k.as_str()) => Some(true),
+        Some(k) if DROPPED_KINDS.contains(&k.as_str()) => Some(false),
+        _ => None,
+    };
+    let keep = match (by_kind, raw.verdict.trim().to_lowercase().as_str()) {
+        (Some(keep), _) => keep,
+        (None, "keep") => true,
+        (None, "drop") => false,
+        (None, other) => return Err(format!("`verdict` must be \"keep\" or \"drop\", not \"{other}\"")),
     };
     let category =
         match raw.category.as_deref().map(str::trim).filter(|c| !c.is_empty() && *c != "null") {
@@ -258,5 +271,8 @@ mod tests {
             parse_verdict("{\"verdict\": \"keep\", \"category\": \"vibes\"}").unwrap_err().contains("one of")
         );
         assert!(parse_verdict("I think it is fine").is_err());
+        let by_kind =
+            parse_verdict(r#"{"kind": "praise", "verdict": "keep", "category": "design", "reason": "r"}"#);
+        assert!(!by_kind.unwrap().keep, "the kind decides over the verdict");
     }
 }

@@ -1,0 +1,193 @@
+//! Running one test file against one state of a repository inside the PR's image: the reviewed
+//! commit the image was built from, or another tree (the fixed commit, a revised working copy)
+//! copied over it, and classifying what pytest said: passed, failed (and how), or an error that is
+//! not the test's own verdict (a syntax error in the test, an import that breaks collection, a
+//! timeout).
+
+use std::path::Path;
+use std::time::Duration;
+
+use bollard::Docker;
+use serde::Serialize;
+
+use super::docker::ExecError;
+use super::sandbox::{RunSpec, run};
+
+/// Where the repository lives in an environment image.
+pub const REPO: &str = "/repo";
+/// Where the test under trial is written; outside the repository, so it cannot shadow its files.
+const TEST_DIR: &str = "/curate-test";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Passed,
+    /// An `assert` did not hold.
+    Assertion,
+    /// `pytest.raises` saw no exception.
+    ExpectedExceptionMissing,
+    /// The code under test raised something else (including a missing attribute or name).
+    UnexpectedException,
+    /// The test file is not valid Python.
+    SyntaxError,
+    /// The test module could not be imported, so no test ran.
+    ImportError,
+    /// Collection failed for another reason, or pytest could not run.
+    CollectionError,
+    /// Pytest collected nothing.
+    NoTests,
+    Timeout,
+}
+
+impl Verdict {
+    /// A failure that is the test's own verdict on the code, not a broken test.
+    pub fn is_test_failure(self) -> bool {
+        matches!(self, Verdict::Assertion | Verdict::ExpectedExceptionMissing | Verdict::UnexpectedException)
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TestRun {
+    pub verdict: Verdict,
+    pub exit_code: Option<i64>,
+    pub output: String,
+    pub seconds: f64,
+}
+
+/// The repository state the test runs against.
+pub enum State<'a> {
+    /// The reviewed commit, as installed in the image.
+    AsBuilt,
+    /// Another tree of the same repository (a checkout of the fixed commit, a revised copy),
+    /// copied over the installed one; the editable install then imports it.
+    Tree(&'a Path),
+}
+
+/// Reads pytest's exit code and output.
+pub fn classify(exit_code: Option<i64>, timed_out: bool, output: &str) -> Verdict {
+    if timed_out {
+        return Verdict::Timeout;
+    }
+    match exit_code {
+        Some(0) => Verdict::Passed,
+        Some(1) => {
+            if output.contains("DID NOT RAISE") {
+                Verdict::ExpectedExceptionMissing
+            } else if output.lines().any(|l| {
+                l.starts_with("E       AssertionError")
+                    || l.starts_with("E       assert ")
+                    || l.starts_with("E   AssertionError")
+            }) || output.contains("AssertionError")
+            {
+                Verdict::Assertion
+            } else {
+                Verdict::UnexpectedException
+            }
+        }
+        Some(2) | Some(4) | Some(3) => {
+            if output.contains("SyntaxError") || output.contains("IndentationError") {
+                Verdict::SyntaxError
+            } else if output.contains("ImportError while importing test module")
+                || output.contains("ModuleNotFoundError")
+            {
+                Verdict::ImportError
+            } else {
+                Verdict::CollectionError
+            }
+        }
+        Some(5) => Verdict::NoTests,
+        _ => Verdict::CollectionError,
+    }
+}
+
+fn tree_files(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) -> Result<(), ExecError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| ExecError::Other(format!("{}: {e}", dir.display())))?;
+    for e in entries.flatten() {
+        let path = e.path();
+        if path.file_name().is_some_and(|n| n == ".git") {
+            continue;
+        }
+        if path.is_dir() {
+            tree_files(root, &path, out)?;
+        } else if let Ok(rel) = path.strip_prefix(root) {
+            let bytes =
+                std::fs::read(&path).map_err(|e| ExecError::Other(format!("{}: {e}", path.display())))?;
+            out.push((format!("{REPO}/{}", rel.to_string_lossy()), bytes));
+        }
+    }
+    Ok(())
+}
+
+/// Runs `test` (a file name and its source) with pytest in `image`, against `state`.
+pub async fn run_test(
+    docker: &Docker,
+    image: &str,
+    state: State<'_>,
+    test: (&str, &str),
+    timeout: Duration,
+) -> Result<TestRun, ExecError> {
+    let name = Path::new(test.0)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "test_curate.py".into());
+    let test_path = format!("{TEST_DIR}/{name}");
+    let mut command = vec![
+        "python".to_string(),
+        "-m".into(),
+        "pytest".into(),
+        "-q".into(),
+        "-p".into(),
+        "no:cacheprovider".into(),
+    ];
+    command.extend(["--rootdir".into(), TEST_DIR.into(), test_path.clone()]);
+    let mut spec = RunSpec::new(image, &[]);
+    spec.command = command;
+    spec.workdir = REPO.into();
+    spec.timeout = timeout;
+    spec.env.retain(|(k, _)| k != "PATH");
+    spec.env.push(("PATH".into(), "/opt/venv/bin:/usr/local/bin:/usr/bin:/bin".into()));
+    spec.env.push(("VIRTUAL_ENV".into(), "/opt/venv".into()));
+    if let State::Tree(dir) = state {
+        // Files deleted in `dir` stay in the image; the editable install follows the rest.
+        tree_files(dir, dir, &mut spec.files)?;
+    }
+    spec.files.push((test_path, test.1.as_bytes().to_vec()));
+    let r = run(docker, &spec).await?;
+    Ok(TestRun {
+        verdict: classify(r.exit_code, r.timed_out, &r.output),
+        exit_code: r.exit_code,
+        output: r.output,
+        seconds: r.duration.as_secs_f64(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pytest_outcomes_are_classified() {
+        assert_eq!(classify(Some(0), false, "1 passed"), Verdict::Passed);
+        assert_eq!(classify(Some(1), false, "E       assert 3.0 == 2.5\n1 failed"), Verdict::Assertion);
+        assert_eq!(
+            classify(Some(1), false, "E       Failed: DID NOT RAISE <class 'ValueError'>"),
+            Verdict::ExpectedExceptionMissing
+        );
+        assert_eq!(
+            classify(Some(1), false, "E       AttributeError: module 'x' has no attribute 'y'"),
+            Verdict::UnexpectedException
+        );
+        assert_eq!(classify(Some(2), false, "E     SyntaxError: invalid syntax"), Verdict::SyntaxError);
+        assert_eq!(
+            classify(
+                Some(2),
+                false,
+                "ImportError while importing test module '/t/test_x.py'.\nE   ModuleNotFoundError: No module named 'nope'"
+            ),
+            Verdict::ImportError
+        );
+        assert_eq!(classify(Some(5), false, "no tests ran"), Verdict::NoTests);
+        assert_eq!(classify(None, true, ""), Verdict::Timeout);
+        assert!(Verdict::Assertion.is_test_failure() && !Verdict::SyntaxError.is_test_failure());
+    }
+}

@@ -1,0 +1,90 @@
+//! Running a test file against the reviewed and the fixed commit inside a PR's image, with the
+//! verdict classified. Uses the sample's durations#3 and its probe tests, which fail on the reviewed
+//! commit and pass on the fixed one. Skips loudly without Docker; fails under CURATE_REQUIRE_DOCKER=1.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{Scratch, stderr};
+use curate::exec::testrun::{State, Verdict, run_test};
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn a_probe_fails_on_the_reviewed_commit_and_passes_on_the_fixed_one() {
+    if !Command::new("docker").arg("info").output().is_ok_and(|o| o.status.success()) {
+        assert_ne!(std::env::var("CURATE_REQUIRE_DOCKER").as_deref(), Ok("1"), "no Docker daemon answers");
+        eprintln!("\n!!! SKIPPING the test-run test: no Docker daemon answers\n");
+        return;
+    }
+    let s = Scratch::new();
+    let mirrors = s.path("mirrors");
+    let built = Command::new("python3")
+        .arg(root().join("sample/build.py"))
+        .arg("--out")
+        .arg(&mirrors)
+        .output()
+        .unwrap();
+    assert!(built.status.success());
+    let record: Value = std::fs::read_to_string(root().join("sample/swe-care.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|r| r["instance_id"] == "curate-sample__durations-3")
+        .unwrap();
+    s.write("one.jsonl", &format!("{record}\n"));
+    s.write(
+        "p.yaml",
+        &format!(
+            "name: tr\nsource: {{kind: swe-care, path: one.jsonl}}\ndefaults:\n  cache: cache\n  repos: {{url: '{}/{{repo}}.git'}}\nstages:\n  - id: env\n    kind: environment\n",
+            mirrors.display()
+        ),
+    );
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let db = rusqlite::Connection::open(s.path(".curate/tr/state.db")).unwrap();
+    let output: String =
+        db.query_row("SELECT output FROM tasks WHERE state = 'kept'", [], |r| r.get(0)).unwrap();
+    let image = serde_json::from_str::<Value>(&output).unwrap()["image"].as_str().unwrap().to_string();
+
+    let fixed = s.path("fixed");
+    let git = |args: &[&str]| {
+        assert!(Command::new("git").args(args).output().unwrap().status.success(), "git {args:?}")
+    };
+    git(&[
+        "clone",
+        "-q",
+        mirrors.join("curate-sample/durations.git").to_str().unwrap(),
+        fixed.to_str().unwrap(),
+    ]);
+    git(&["-C", fixed.to_str().unwrap(), "checkout", "-q", record["merged_commit"].as_str().unwrap()]);
+
+    let probe = std::fs::read_to_string(root().join("sample/probes/durations-3.py")).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let d = curate::exec::connect().await.unwrap();
+        let t = Duration::from_secs(120);
+        let reviewed = run_test(&d, &image, State::AsBuilt, ("test_probe.py", &probe), t).await.unwrap();
+        assert!(reviewed.verdict.is_test_failure(), "{:?}\n{}", reviewed.verdict, reviewed.output);
+        let after = run_test(&d, &image, State::Tree(&fixed), ("test_probe.py", &probe), t).await.unwrap();
+        assert_eq!(after.verdict, Verdict::Passed, "{}", after.output);
+
+        let broken = run_test(&d, &image, State::AsBuilt, ("test_bad.py", "def test_x(:\n    pass\n"), t).await.unwrap();
+        assert_eq!(broken.verdict, Verdict::SyntaxError, "{}", broken.output);
+        let missing = "import durations_that_never_was\n\ndef test_x():\n    assert True\n";
+        let missing = run_test(&d, &image, State::AsBuilt, ("test_missing.py", missing), t).await.unwrap();
+        assert_eq!(missing.verdict, Verdict::ImportError, "{}", missing.output);
+        let raises = "import pytest\nfrom durations import parse_duration\n\ndef test_x():\n    with pytest.raises(KeyError):\n        parse_duration('1h')\n";
+        let raises = run_test(&d, &image, State::AsBuilt, ("test_raises.py", raises), t).await.unwrap();
+        assert_eq!(raises.verdict, Verdict::ExpectedExceptionMissing, "{}", raises.output);
+        let slow = "def test_forever():\n    while True:\n        pass\n";
+        let slow = run_test(&d, &image, State::AsBuilt, ("test_slow.py", slow), Duration::from_secs(3)).await.unwrap();
+        assert_eq!(slow.verdict, Verdict::Timeout);
+    });
+}
