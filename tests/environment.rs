@@ -7,25 +7,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{Scratch, stderr};
+use common::{Scratch, docker_or_skip, root, stderr};
 use serde_json::{Value, json};
-
-fn docker_answers() -> bool {
-    let ok = Command::new("docker").arg("info").output().is_ok_and(|o| o.status.success());
-    if !ok {
-        assert_ne!(
-            std::env::var("CURATE_REQUIRE_DOCKER").as_deref(),
-            Ok("1"),
-            "CURATE_REQUIRE_DOCKER=1 but no Docker daemon answers"
-        );
-        eprintln!("\n!!! SKIPPING an environment test: no Docker daemon answers\n");
-    }
-    ok
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn pipeline(s: &Scratch, jsonl: &Path, url: &str) {
     s.write(
@@ -52,18 +35,11 @@ fn outputs(s: &Scratch) -> Vec<(String, Value)> {
 
 #[test]
 fn two_prs_of_one_repository_share_the_dependency_layer() {
-    if !docker_answers() {
+    if !docker_or_skip("an environment test") {
         return;
     }
     let s = Scratch::new();
-    let mirrors = s.path("mirrors");
-    let built = Command::new("python3")
-        .arg(root().join("sample/build.py"))
-        .arg("--out")
-        .arg(&mirrors)
-        .output()
-        .unwrap();
-    assert!(built.status.success());
+    let mirrors = s.sample_mirrors();
     // The first two sample PRs are both of curate-sample/confmerge.
     pipeline(&s, &root().join("sample/swe-care.jsonl"), &format!("{}/{{repo}}.git", mirrors.display()));
     let out = s.curate(&["run", "p.yaml", "--limit", "2"]);
@@ -115,7 +91,7 @@ fn project(s: &Scratch, name: &str, files: &[(&str, &str)]) -> PathBuf {
 
 #[test]
 fn environments_that_do_not_install_or_import_are_rejected_with_the_step() {
-    if !docker_answers() {
+    if !docker_or_skip("an environment test") {
         return;
     }
     let s = Scratch::new();

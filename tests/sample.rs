@@ -3,28 +3,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
-use common::{Scratch, funnel, stderr};
+use common::{Scratch, funnel, root, stderr};
 use serde_json::Value;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Builds the sample's mirrors into the scratch directory.
-fn mirrors(s: &Scratch) -> PathBuf {
-    let out = s.path("mirrors");
-    let status = Command::new("python3")
-        .arg(root().join("sample/build.py"))
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .expect("python3");
-    assert!(status.status.success(), "sample/build.py: {}", String::from_utf8_lossy(&status.stderr));
-    out
-}
 
 fn pipeline(s: &Scratch, jsonl: &Path, mirrors: &Path) {
     s.write(
@@ -48,7 +30,7 @@ fn records() -> Vec<Value> {
 #[test]
 fn every_sample_comment_is_placed_in_its_code_and_a_rerun_reads_the_store() {
     let s = Scratch::new();
-    let m = mirrors(&s);
+    let m = s.sample_mirrors();
     pipeline(&s, &root().join("sample/swe-care.jsonl"), &m);
     let out = s.curate(&["run", "ccrab.yaml"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -74,7 +56,7 @@ fn every_sample_comment_is_placed_in_its_code_and_a_rerun_reads_the_store() {
 #[test]
 fn comments_that_cannot_be_placed_are_rejected_with_their_reason() {
     let s = Scratch::new();
-    let m = mirrors(&s);
+    let m = s.sample_mirrors();
     let mut recs = records();
     let first = &mut recs[0];
     let c = first["reference_review_comments"].as_array_mut().unwrap();
@@ -115,7 +97,7 @@ fn an_unreachable_repository_is_an_error_to_retry_not_a_rejection() {
     let out = s.curate(&["run", "ccrab.yaml", "--limit", "1"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("cannot get curate-sample/"), "{}", stderr(&out));
-    let m = mirrors(&s);
+    let m = s.sample_mirrors();
     pipeline(&s, &root().join("sample/swe-care.jsonl"), &m);
     let out = s.curate(&["run", "ccrab.yaml", "--limit", "1"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

@@ -4,34 +4,20 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Scratch, stderr};
+use common::{Scratch, docker_or_skip, root, stderr};
 use curate::exec::testrun::{State, Verdict, run_test};
 use serde_json::Value;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 #[test]
 fn a_probe_fails_on_the_reviewed_commit_and_passes_on_the_fixed_one() {
-    if !Command::new("docker").arg("info").output().is_ok_and(|o| o.status.success()) {
-        assert_ne!(std::env::var("CURATE_REQUIRE_DOCKER").as_deref(), Ok("1"), "no Docker daemon answers");
-        eprintln!("\n!!! SKIPPING the test-run test: no Docker daemon answers\n");
+    if !docker_or_skip("the test-run test") {
         return;
     }
     let s = Scratch::new();
-    let mirrors = s.path("mirrors");
-    let built = Command::new("python3")
-        .arg(root().join("sample/build.py"))
-        .arg("--out")
-        .arg(&mirrors)
-        .output()
-        .unwrap();
-    assert!(built.status.success());
+    let mirrors = s.sample_mirrors();
     let record: Value = std::fs::read_to_string(root().join("sample/swe-care.jsonl"))
         .unwrap()
         .lines()

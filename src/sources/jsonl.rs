@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_yaml::Mapping;
 
-use super::lines::{Line, json_lines, problem};
+use super::lines::{Line, config_file, json_lines, problem};
 use super::{Ingest, Source, SourceContext};
 use crate::engine::item::Item;
 use crate::engine::spec::parse_config;
@@ -26,10 +26,7 @@ pub struct Jsonl {
 
 pub fn build(ctx: &SourceContext, config: &Mapping) -> Result<Box<dyn Source>, ConfigError> {
     let config: Config = parse_config(config)?;
-    let path = ctx.dir.join(&config.path);
-    if !path.is_file() {
-        return Err(ConfigError::new("path", format!("{} is not a readable file", path.display())));
-    }
+    let path = config_file(ctx.dir, &config.path, "path")?;
     Ok(Box::new(Jsonl { path }))
 }
 

@@ -12,6 +12,20 @@ pub struct Line {
     pub object: Map<String, Value>,
 }
 
+/// `path` (from a source's config) relative to the pipeline's directory, checked to be a file.
+pub fn config_file(
+    dir: &Path,
+    path: &Path,
+    key: &str,
+) -> Result<std::path::PathBuf, crate::errors::ConfigError> {
+    let full = dir.join(path);
+    if full.is_file() {
+        Ok(full)
+    } else {
+        Err(crate::errors::ConfigError::new(key, format!("{} is not a readable file", full.display())))
+    }
+}
+
 pub fn problem(file: &Path, line: usize, field: Option<&str>, message: impl Into<String>) -> Problem {
     Problem { file: file.to_path_buf(), line, field: field.map(str::to_string), message: message.into() }
 }

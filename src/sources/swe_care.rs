@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use serde_yaml::Mapping;
 
-use super::lines::{Line, json_lines, problem, typed};
+use super::lines::{Line, config_file, json_lines, problem, typed};
 use super::record::{PullRequest, ReviewComment, check_repo_path};
 use super::{Ingest, Source, SourceContext};
 use crate::engine::item::Item;
@@ -24,10 +24,7 @@ struct Config {
 
 pub fn build(ctx: &SourceContext, config: &Mapping) -> Result<Box<dyn Source>, ConfigError> {
     let config: Config = parse_config(config)?;
-    let path = ctx.dir.join(&config.path);
-    if !path.is_file() {
-        return Err(ConfigError::new("path", format!("{} is not a readable file", path.display())));
-    }
+    let path = config_file(ctx.dir, &config.path, "path")?;
     Ok(Box::new(SweCare { path }))
 }
 

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use serde_yaml::Mapping;
 
-use super::lines::{Line, json_lines, problem, typed};
+use super::lines::{Line, config_file, json_lines, problem, typed};
 use super::record::{PullRequest, ReviewComment, check_repo_path};
 use super::{Ingest, Source, SourceContext};
 use crate::engine::item::Item;
@@ -27,10 +27,7 @@ struct Config {
 
 pub fn build(ctx: &SourceContext, config: &Mapping) -> Result<Box<dyn Source>, ConfigError> {
     let config: Config = parse_config(config)?;
-    let prs = ctx.dir.join(&config.path);
-    if !prs.is_file() {
-        return Err(ConfigError::new("path", format!("{} is not a readable file", prs.display())));
-    }
+    let prs = config_file(ctx.dir, &config.path, "path")?;
     let annotations = match config.annotations {
         Some(a) => ctx.dir.join(a),
         None => prs.parent().unwrap_or(Path::new(".")).join("annotations"),

@@ -53,6 +53,41 @@ impl Scratch {
     }
 }
 
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+impl Scratch {
+    /// Builds the bundled sample's git repositories under `mirrors/` and returns that directory.
+    pub fn sample_mirrors(&self) -> PathBuf {
+        let out = self.path("mirrors");
+        let built = Command::new("python3")
+            .arg(root().join("sample/build.py"))
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .expect("python3");
+        assert!(built.status.success(), "sample/build.py: {}", String::from_utf8_lossy(&built.stderr));
+        out
+    }
+}
+
+/// Whether a Docker daemon answers. Without one a test skips, loudly, unless CURATE_REQUIRE_DOCKER=1
+/// (CI), where it fails.
+pub fn docker_or_skip(what: &str) -> bool {
+    let ok = Command::new("docker").arg("info").output().is_ok_and(|o| o.status.success());
+    if !ok {
+        assert_ne!(
+            std::env::var("CURATE_REQUIRE_DOCKER").as_deref(),
+            Ok("1"),
+            "CURATE_REQUIRE_DOCKER=1 but no Docker daemon answers"
+        );
+        eprintln!("\n!!! SKIPPING {what}: no Docker daemon answers\n");
+    }
+    ok
+}
+
 pub fn curate_cmd(dir: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_curate"));
     // Tests choose their own model server and cache mode.
