@@ -92,14 +92,51 @@ pub struct Fields<'a> {
     pub comment: &'a str,
 }
 
+/// Words models use for the paper's categories.
+const CATEGORY_SYNONYMS: [(&str, &str); 12] = [
+    ("correctness", "functional correctness"),
+    ("bug", "functional correctness"),
+    ("logic", "functional correctness"),
+    ("error", "error handling"),
+    ("exception handling", "error handling"),
+    ("performance", "efficiency"),
+    ("docs", "documentation"),
+    ("tests", "testing"),
+    ("test", "testing"),
+    ("readability", "maintainability"),
+    ("api design", "design"),
+    ("portability", "compatibility"),
+];
+
 fn normalize_category(c: &str) -> Option<String> {
     let c = c.trim().to_lowercase().replace(['_', '-'], " ");
-    CATEGORIES
-        .iter()
-        .find(|k| **k == c || (c == "correctness" && **k == "functional correctness"))
-        .map(|k| k.to_string())
+    let c = CATEGORY_SYNONYMS.iter().find(|(s, _)| *s == c).map_or(c.as_str(), |(_, k)| k).to_string();
+    CATEGORIES.iter().find(|k| **k == c).map(|k| k.to_string())
 }
 
+/// The string value of `"key": "..."` in text that is not valid JSON (a quote left unescaped in a
+/// later field, an answer cut off at the token limit).
+fn loose_field(text: &str, key: &str) -> Option<String> {
+    let at = text.find(&format!("\"{key}\""))?;
+    let rest = text[at + key.len() + 2..].trim_start().strip_prefix(':')?.trim_start();
+    if rest.starts_with("null") {
+        return None;
+    }
+    let rest = rest.strip_prefix('"')?;
+    Some(rest[..rest.find('"').unwrap_or(rest.len())].to_string())
+}
+
+/// When the answer is not valid JSON, its fields read one by one.
+fn loose_object(text: &str) -> Option<serde_json::Value> {
+    let verdict =
+        loose_field(text, "verdict").or_else(|| loose_field(text, "kind").map(|_| "drop".into()))?;
+    Some(json!({
+        "kind": loose_field(text, "kind"),
+        "verdict": verdict,
+        "category": loose_field(text, "category"),
+        "reason": loose_field(text, "reason"),
+    }))
+}
 fn parse_verdict(text: &str) -> Result<Verdict, String> {
     #[derive(Deserialize)]
     struct Raw {
@@ -110,7 +147,10 @@ fn parse_verdict(text: &str) -> Result<Verdict, String> {
         category: Option<String>,
         reason: Option<String>,
     }
-    let value = extract_object(text)?;
+    let value = match extract_object(text) {
+        Ok(v) => v,
+        Err(e) => loose_object(text).ok_or(e)?,
+    };
     let raw: Raw =
         serde_json::from_value(value).map_err(|e| format!("the JSON object is not a verdict: {e}"))?;
     let by_kind = match raw.kind.as_deref().map(|k| k.trim().to_lowercase()) {
