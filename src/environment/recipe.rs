@@ -67,6 +67,8 @@ pub struct Recipe {
     pub deps_dockerfile: String,
     pub requirements_txt: String,
     pub instance_dockerfile: String,
+    /// The instance layer's install, run in /repo.
+    pub install_command: String,
     /// What runs, in order, as a shell script (for people; the Dockerfiles are what is built).
     pub install_script: String,
     /// Commands that must succeed in the instance image.
@@ -120,10 +122,10 @@ pub fn recipe(p: &Project, repo: &str, instance: &str, head: &str, pin: &str) ->
         hex::encode(Sha256::digest(format!("{repo}\n{deps_dockerfile}\n{requirements_txt}").as_bytes()));
     let deps_image = format!("curate-deps/{}:{}", tag_part(repo), &key[..16]);
     let target = if p.extras.is_empty() { ".".to_string() } else { format!(".[{}]", p.extras.join(",")) };
-    let instance_dockerfile = format!(
-        "FROM {deps_image}\nCOPY repo /repo\nWORKDIR /repo\n\
-         RUN uv pip install --quiet --exclude-newer {pinned_to} --no-build-isolation -e \"{target}\"\n"
-    );
+    let install_command =
+        format!("uv pip install --quiet --exclude-newer {pinned_to} --no-build-isolation -e \"{target}\"");
+    let instance_dockerfile =
+        format!("FROM {deps_image}\nCOPY repo /repo\nWORKDIR /repo\nRUN {install_command}\n");
     let install_script = format!(
         "# {instance} at {head}: Python {major}.{minor} (Debian {suite}), backend {}\n\
          python3 -m venv /opt/venv && pip install uv setuptools wheel\n{}\
@@ -154,6 +156,7 @@ pub fn recipe(p: &Project, repo: &str, instance: &str, head: &str, pin: &str) ->
         deps_dockerfile,
         requirements_txt,
         instance_dockerfile,
+        install_command,
         install_script,
         verify,
         pinned_to,

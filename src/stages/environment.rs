@@ -22,9 +22,10 @@ use crate::engine::spec::parse_config;
 use crate::environment::detect::detect;
 use crate::environment::recipe::{Recipe, instance_tag, recipe, rfc3339};
 use crate::errors::ConfigError;
-use crate::exec::build::{BuildFailure, Context, build};
+use crate::exec::build::{BuildFailure, Context, build, commit_layer};
 use crate::exec::docker::image_exists;
 use crate::exec::sandbox::{RunSpec, run};
+use crate::exec::testrun::REPO;
 use crate::exec::{ExecError, connect};
 use crate::repo::Mirrors;
 use crate::sources::record::PullRequest;
@@ -126,6 +127,25 @@ async fn ensure(
     }
 }
 
+/// The instance layer: the checkout copied to /repo and installed, in one committed layer. The
+/// recipe's instance Dockerfile describes the same thing for people and for other builders.
+async fn ensure_instance(docker: &Docker, r: &Recipe, tag: &str, checkout: &Path) -> Result<(), Step> {
+    let _guard = build_lock(tag).await;
+    if image_exists(docker, tag).await? {
+        return Ok(());
+    }
+    match commit_layer(docker, &r.deps_image, tag, checkout, REPO, &r.install_command).await? {
+        Ok(()) => Ok(()),
+        Err(BuildFailure { message, log_tail }) => {
+            let detail = last_line(&log_tail);
+            Err(Step::Failed(format!(
+                "the editable install failed: {}",
+                if detail.is_empty() { message } else { detail }
+            )))
+        }
+    }
+}
+
 impl Environment {
     async fn make(&self, pr: &PullRequest, instance: &str) -> Result<Value, Step> {
         let docker = self.docker.get_or_try_init(connect).await?.clone();
@@ -181,8 +201,7 @@ impl Environment {
         let deps_s = t0.elapsed().as_secs_f64();
         let t1 = Instant::now();
         let tag = instance_tag(instance, &pr.head_commit);
-        let repo_context = [Context::Dir { path: "repo", dir: &checkout }];
-        ensure(&docker, &tag, &r.instance_dockerfile, &repo_context, "the editable install").await?;
+        ensure_instance(&docker, &r, &tag, &checkout).await?;
         let instance_s = t1.elapsed().as_secs_f64();
         let t2 = Instant::now();
         for command in &r.verify {
