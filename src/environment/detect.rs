@@ -120,7 +120,7 @@ fn setup_py_extras(source: &str) -> Vec<(String, Vec<String>)> {
     out
 }
 
-fn ini_section<'a>(text: &'a str, section: &str) -> Vec<(String, String)> {
+fn ini_section(text: &str, section: &str) -> Vec<(String, String)> {
     // Keys and (possibly multi-line) values of one `[section]` of an INI file.
     let mut out: Vec<(String, String)> = Vec::new();
     let mut inside = false;
@@ -142,7 +142,6 @@ fn ini_section<'a>(text: &'a str, section: &str) -> Vec<(String, String)> {
             out.push((k.trim().to_string(), v.trim().to_string()));
         }
     }
-    let _: &'a str = text;
     out
 }
 

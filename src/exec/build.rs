@@ -29,7 +29,8 @@ pub struct BuildFailure {
     pub log_tail: String,
 }
 
-fn context_tar(dockerfile: &str, items: &[Context]) -> Result<Vec<u8>, ExecError> {
+/// The Dockerfile and `files` (path in the context, contents) as a tar archive.
+fn context_tar(dockerfile: &str, files: &[(&str, &[u8])]) -> Result<Vec<u8>, ExecError> {
     let pack = |e: std::io::Error| ExecError::Other(format!("cannot pack the build context: {e}"));
     let mut b = tar::Builder::new(Vec::new());
     b.follow_symlinks(false);
@@ -42,11 +43,8 @@ fn context_tar(dockerfile: &str, items: &[Context]) -> Result<Vec<u8>, ExecError
         b.append_data(&mut h, path, bytes)
     };
     add(&mut b, "Dockerfile", dockerfile.as_bytes()).map_err(pack)?;
-    for item in items {
-        match item {
-            Context::File { path, bytes } => add(&mut b, path, bytes).map_err(pack)?,
-            Context::Dir { path, dir } => b.append_dir_all(path, dir).map_err(pack)?,
-        }
+    for (path, bytes) in files {
+        add(&mut b, path, bytes).map_err(pack)?;
     }
     b.into_inner().map_err(pack)
 }
@@ -57,9 +55,9 @@ pub async fn build(
     docker: &Docker,
     tag: &str,
     dockerfile: &str,
-    context: &[Context<'_>],
+    files: &[(&str, &[u8])],
 ) -> Result<Result<(), BuildFailure>, ExecError> {
-    let tar = context_tar(dockerfile, context)?;
+    let tar = context_tar(dockerfile, files)?;
     let options =
         BuildImageOptionsBuilder::default().dockerfile("Dockerfile").t(tag).rm(true).forcerm(true).build();
     let mut stream = docker.build_image(options, None, Some(bollard::body_full(tar.into())));

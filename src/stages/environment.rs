@@ -22,7 +22,7 @@ use crate::engine::spec::parse_config;
 use crate::environment::detect::detect;
 use crate::environment::recipe::{Recipe, instance_tag, recipe, rfc3339};
 use crate::errors::ConfigError;
-use crate::exec::build::{BuildFailure, Context, build, commit_layer};
+use crate::exec::build::{BuildFailure, build, commit_layer};
 use crate::exec::docker::image_exists;
 use crate::exec::sandbox::{RunSpec, run};
 use crate::exec::testrun::REPO;
@@ -111,14 +111,14 @@ async fn ensure(
     docker: &Docker,
     tag: &str,
     dockerfile: &str,
-    context: &[Context<'_>],
+    files: &[(&str, &[u8])],
     what: &str,
 ) -> Result<bool, Step> {
     let _guard = build_lock(tag).await;
     if image_exists(docker, tag).await? {
         return Ok(true);
     }
-    match build(docker, tag, dockerfile, context).await? {
+    match build(docker, tag, dockerfile, files).await? {
         Ok(()) => Ok(false),
         Err(BuildFailure { message, log_tail }) => {
             let detail = last_line(&log_tail);
@@ -195,7 +195,7 @@ impl Environment {
         ensure(&docker, &r.tools_image, &r.tools_dockerfile, &[], "the tools layer").await?;
         let t0 = Instant::now();
         let requirements = r.requirements_txt.as_bytes();
-        let deps_context = [Context::File { path: "requirements.txt", bytes: requirements }];
+        let deps_context = [("requirements.txt", requirements)];
         let deps_reused =
             ensure(&docker, &r.deps_image, &r.deps_dockerfile, &deps_context, "dependency install").await?;
         let deps_s = t0.elapsed().as_secs_f64();
