@@ -18,7 +18,7 @@ rm -rf "$work"
 mkdir -p "$work"
 # Instances first: a dependency image with child images cannot be removed.
 for layer in env deps; do
-    docker images --format '{{.Repository}}:{{.Tag}}' | grep -E "^curate-$layer/curate-sample" | xargs -r docker rmi -f >/dev/null
+    docker images --format '{{.Repository}}:{{.Tag}}' | { grep -E "^curate-$layer/curate-sample" || true; } | xargs -r docker rmi -f >/dev/null
 done
 # Dangling intermediate images would let the classic builder skip the "cold" dependency steps.
 docker image prune -f >/dev/null
