@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::docker::ExecError;
 use super::sandbox::{RunSpec, run};
+use crate::repo::working_files;
 
 /// Where the repository lives in an environment image.
 pub const REPO: &str = "/repo";
@@ -73,11 +74,8 @@ pub fn classify(exit_code: Option<i64>, timed_out: bool, output: &str) -> Verdic
         Some(1) => {
             if output.contains("DID NOT RAISE") {
                 Verdict::ExpectedExceptionMissing
-            } else if output.lines().any(|l| {
-                l.starts_with("E       AssertionError")
-                    || l.starts_with("E       assert ")
-                    || l.starts_with("E   AssertionError")
-            }) || output.contains("AssertionError")
+            } else if output.contains("AssertionError")
+                || output.lines().any(|l| l.starts_with("E       assert "))
             {
                 Verdict::Assertion
             } else {
@@ -100,22 +98,16 @@ pub fn classify(exit_code: Option<i64>, timed_out: bool, output: &str) -> Verdic
     }
 }
 
-fn tree_files(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) -> Result<(), ExecError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| ExecError::Other(format!("{}: {e}", dir.display())))?;
-    for e in entries.flatten() {
-        let path = e.path();
-        if path.file_name().is_some_and(|n| n == ".git") {
-            continue;
-        }
-        if path.is_dir() {
-            tree_files(root, &path, out)?;
-        } else if let Ok(rel) = path.strip_prefix(root) {
-            let bytes =
-                std::fs::read(&path).map_err(|e| ExecError::Other(format!("{}: {e}", path.display())))?;
-            out.push((format!("{REPO}/{}", rel.to_string_lossy()), bytes));
-        }
-    }
-    Ok(())
+/// A run of `command` in an environment image: in the repository, with the project's venv first
+/// on the PATH, as its layers set it up.
+pub fn env_spec(image: &str, command: Vec<String>) -> RunSpec {
+    let mut spec = RunSpec::new(image, &[]);
+    spec.command = command;
+    spec.workdir = REPO.into();
+    spec.env.retain(|(k, _)| k != "PATH");
+    spec.env.push(("PATH".into(), "/opt/venv/bin:/usr/local/bin:/usr/bin:/bin".into()));
+    spec.env.push(("VIRTUAL_ENV".into(), "/opt/venv".into()));
+    spec
 }
 
 /// Runs `test` (a file name and its source) with pytest in `image`, against `state`.
@@ -140,16 +132,15 @@ pub async fn run_test(
         "no:cacheprovider".into(),
     ];
     command.extend(["--rootdir".into(), TEST_DIR.into(), test_path.clone()]);
-    let mut spec = RunSpec::new(image, &[]);
-    spec.command = command;
-    spec.workdir = REPO.into();
+    let mut spec = env_spec(image, command);
     spec.timeout = timeout;
-    spec.env.retain(|(k, _)| k != "PATH");
-    spec.env.push(("PATH".into(), "/opt/venv/bin:/usr/local/bin:/usr/bin:/bin".into()));
-    spec.env.push(("VIRTUAL_ENV".into(), "/opt/venv".into()));
     if let State::Tree(dir) = state {
         // Files deleted in `dir` stay in the image; the editable install follows the rest.
-        tree_files(dir, dir, &mut spec.files)?;
+        let io = |e: std::io::Error| ExecError::Other(format!("{}: {e}", dir.display()));
+        for rel in working_files(dir).map_err(io)? {
+            let bytes = std::fs::read(dir.join(&rel)).map_err(io)?;
+            spec.files.push((format!("{REPO}/{rel}"), bytes));
+        }
     }
     spec.files.push((test_path, test.1.as_bytes().to_vec()));
     let r = run(docker, &spec).await?;

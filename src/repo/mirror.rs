@@ -273,6 +273,27 @@ impl Mirror {
     }
 }
 
+/// Every file of a working copy, relative to `root` with `/` separators, without `.git`.
+pub fn working_files(root: &Path) -> std::io::Result<Vec<String>> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
+        for entry in std::fs::read_dir(dir)? {
+            let path = entry?.path();
+            if path.file_name().is_some_and(|n| n == ".git") {
+                continue;
+            }
+            if path.is_dir() {
+                walk(root, &path, out)?;
+            } else if let Ok(rel) = path.strip_prefix(root) {
+                out.push(rel.to_string_lossy().replace('\\', "/"));
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(root, root, &mut out)?;
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -353,6 +374,9 @@ mod tests {
         m.materialize(&commits[2], &out).unwrap();
         assert_eq!(std::fs::read_to_string(out.join("c.py")).unwrap(), "z = 1\n");
         assert!(out.join(".git").is_dir());
+        let mut files = working_files(&out).unwrap();
+        files.sort();
+        assert_eq!(files, ["b.py", "c.py"], "the checkout's files, without .git");
 
         // A second open neither clones nor fetches: the source can be gone.
         std::fs::rename(dir.path().join("src"), dir.path().join("moved")).unwrap();

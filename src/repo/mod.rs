@@ -4,4 +4,4 @@
 pub mod align;
 pub mod mirror;
 
-pub use mirror::{Mirror, Mirrors, PathFate, RepoError};
+pub use mirror::{Mirror, Mirrors, PathFate, RepoError, working_files};

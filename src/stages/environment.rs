@@ -24,10 +24,10 @@ use crate::environment::recipe::{Recipe, instance_tag, recipe, rfc3339};
 use crate::errors::ConfigError;
 use crate::exec::build::{BuildFailure, build, commit_layer};
 use crate::exec::docker::image_exists;
-use crate::exec::sandbox::{RunSpec, run};
-use crate::exec::testrun::REPO;
+use crate::exec::sandbox::run;
+use crate::exec::testrun::{REPO, env_spec};
 use crate::exec::{ExecError, connect};
-use crate::repo::Mirrors;
+use crate::repo::{Mirrors, RepoError, working_files};
 use crate::sources::record::PullRequest;
 
 #[derive(Deserialize)]
@@ -80,21 +80,6 @@ fn last_line(text: &str) -> String {
     text.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").chars().take(240).collect()
 }
 
-fn files_under(root: &Path, dir: &Path, out: &mut Vec<String>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for e in entries.flatten() {
-        let path = e.path();
-        if path.file_name().is_some_and(|n| n == ".git") {
-            continue;
-        }
-        if path.is_dir() {
-            files_under(root, &path, out);
-        } else if let Ok(rel) = path.strip_prefix(root) {
-            out.push(rel.to_string_lossy().replace('\\', "/"));
-        }
-    }
-}
-
 enum Step {
     Failed(String),
     Infra(String),
@@ -104,6 +89,12 @@ impl From<ExecError> for Step {
     fn from(e: ExecError) -> Step {
         Step::Infra(e.to_string())
     }
+}
+
+/// A layer's build that failed on its own terms, as a rejection naming the step.
+fn build_failed(what: &str, f: BuildFailure) -> Step {
+    let detail = last_line(&f.log_tail);
+    Step::Failed(format!("{what} failed: {}", if detail.is_empty() { f.message } else { detail }))
 }
 
 /// Builds `tag` unless it exists; `Ok(true)` if it was already there.
@@ -118,13 +109,7 @@ async fn ensure(
     if image_exists(docker, tag).await? {
         return Ok(true);
     }
-    match build(docker, tag, dockerfile, files).await? {
-        Ok(()) => Ok(false),
-        Err(BuildFailure { message, log_tail }) => {
-            let detail = last_line(&log_tail);
-            Err(Step::Failed(format!("{what} failed: {}", if detail.is_empty() { message } else { detail })))
-        }
-    }
+    build(docker, tag, dockerfile, files).await?.map(|()| false).map_err(|f| build_failed(what, f))
 }
 
 /// The instance layer: the checkout copied to /repo and installed, in one committed layer. The
@@ -134,16 +119,9 @@ async fn ensure_instance(docker: &Docker, r: &Recipe, tag: &str, checkout: &Path
     if image_exists(docker, tag).await? {
         return Ok(());
     }
-    match commit_layer(docker, &r.deps_image, tag, checkout, REPO, &r.install_command).await? {
-        Ok(()) => Ok(()),
-        Err(BuildFailure { message, log_tail }) => {
-            let detail = last_line(&log_tail);
-            Err(Step::Failed(format!(
-                "the editable install failed: {}",
-                if detail.is_empty() { message } else { detail }
-            )))
-        }
-    }
+    commit_layer(docker, &r.deps_image, tag, checkout, REPO, &r.install_command)
+        .await?
+        .map_err(|f| build_failed("the editable install", f))
 }
 
 impl Environment {
@@ -153,36 +131,30 @@ impl Environment {
         let checkout = work.path().join("repo");
         let (mirrors, repo, head, dest) =
             (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone(), checkout.clone());
-        let materialized = tokio::task::spawn_blocking(move || {
-            let mirror = mirrors.open(&repo, &[&head])?;
-            mirror.materialize(&head, &dest)
+        // All the git and file work in one blocking step: the checkout, what builds it, and when its
+        // dependency spec took its current form, so dependencies resolve as of then (deterministic,
+        // and shared by every PR with the same spec).
+        let prepared = tokio::task::spawn_blocking(move || -> Result<_, Step> {
+            let git = |e: RepoError| {
+                if e.is_data_error() { Step::Failed(e.to_string()) } else { Step::Infra(e.to_string()) }
+            };
+            let mirror = mirrors.open(&repo, &[&head]).map_err(git)?;
+            mirror.materialize(&head, &dest).map_err(git)?;
+            let listing =
+                working_files(&dest).map_err(|e| Step::Infra(format!("reading the checkout: {e}")))?;
+            let project = detect(&|p: &str| std::fs::read_to_string(dest.join(p)).ok(), &listing);
+            let changed = mirror.last_change(&head, &project.spec_files, 20_000).map_err(git)?;
+            Ok((project, changed))
         })
         .await
         .map_err(|e| Step::Infra(format!("the git worker failed: {e}")))?;
-        match materialized {
-            Ok(()) => {}
-            Err(e) if e.is_data_error() => return Err(Step::Failed(e.to_string())),
-            Err(e) => return Err(Step::Infra(e.to_string())),
-        }
-        let mut listing = Vec::new();
-        files_under(&checkout, &checkout, &mut listing);
-        let read = |p: &str| std::fs::read_to_string(checkout.join(p)).ok();
-        let project = detect(&read, &listing);
+        let (project, changed) = prepared?;
         if project.backend == "none" && project.requirements.is_empty() {
             return Err(Step::Failed(
                 "no Python build files (pyproject.toml, setup.py, setup.cfg, requirements)".into(),
             ));
         }
-        // Resolve dependencies as of when the spec took its current form (deterministic, and shared
-        // by every PR with the same spec); the PR's own date when the history is too long to tell.
-        let (mirrors, repo, head, spec) =
-            (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone(), project.spec_files.clone());
-        let changed = tokio::task::spawn_blocking(move || {
-            mirrors.open(&repo, &[&head])?.last_change(&head, &spec, 20_000)
-        })
-        .await
-        .map_err(|e| Step::Infra(format!("the git worker failed: {e}")))?
-        .map_err(|e| Step::Infra(e.to_string()))?;
+        // The PR's own date when the history is too long to tell.
         let pin = match (changed, pr.created_at.as_deref()) {
             (Some(secs), _) => rfc3339(secs),
             (None, Some(date)) => date.to_string(),
@@ -205,12 +177,7 @@ impl Environment {
         let instance_s = t1.elapsed().as_secs_f64();
         let t2 = Instant::now();
         for command in &r.verify {
-            let args: Vec<&str> = command.iter().map(String::as_str).collect();
-            let mut spec = RunSpec::new(&tag, &args);
-            spec.workdir = "/repo".into();
-            spec.env.retain(|(k, _)| k != "PATH");
-            spec.env.push(("PATH".into(), "/opt/venv/bin:/usr/local/bin:/usr/bin:/bin".into()));
-            spec.env.push(("VIRTUAL_ENV".into(), "/opt/venv".into()));
+            let mut spec = env_spec(&tag, command.clone());
             spec.timeout = self.verify_timeout;
             let result = run(&docker, &spec).await?;
             let shown = command.join(" ");
