@@ -89,6 +89,8 @@ struct Scheduler<'a> {
     records: &'a HashMap<TaskKey, Record>,
     limits: &'a Limits,
     items: Vec<Arc<Item>>,
+    /// Each stage's place in the pipeline order, which is how events name stages.
+    position: Vec<usize>,
     states: Vec<Vec<TaskState>>,
     remaining: Vec<Vec<usize>>,
     worklist: Vec<(usize, usize)>,
@@ -118,6 +120,13 @@ pub async fn run(
         records,
         limits,
         items: flow.data.items.iter().cloned().map(Arc::new).collect(),
+        position: {
+            let mut position = vec![0; n];
+            for (i, &s) in pipeline.order().iter().enumerate() {
+                position[s] = i;
+            }
+            position
+        },
         states: vec![vec![TaskState::Waiting; flow.data.len()]; n],
         remaining: vec![vec![0; flow.data.len()]; n],
         worklist: Vec::new(),
@@ -236,8 +245,12 @@ impl Scheduler<'_> {
     }
 
     fn settle(&mut self, s: usize, x: usize, state: TaskState, cached: bool, reporter: &mut dyn Reporter) {
-        let position = self.flow.pipeline.order().iter().position(|&o| o == s).unwrap_or(s);
-        reporter.event(Event::Settled { stage: position, item: &self.items[x].id, state: &state, cached });
+        reporter.event(Event::Settled {
+            stage: self.position[s],
+            item: &self.items[x].id,
+            state: &state,
+            cached,
+        });
         self.states[s][x] = state;
         let (remaining, worklist) = (&mut self.remaining, &mut self.worklist);
         self.flow.for_each_dependent(s, x, |d, z| {

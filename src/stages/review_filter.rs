@@ -223,7 +223,8 @@ impl Filter {
 }
 
 struct ReviewFilter {
-    filter: Filter,
+    /// Shared with every task's future, which must be 'static.
+    filter: Arc<Filter>,
 }
 
 pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError> {
@@ -234,7 +235,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError>
     let filter = Filter::build(ctx, &config)?;
     let fingerprint = filter.llm.settings.fingerprint();
     Ok(Built {
-        stage: Arc::new(ReviewFilter { filter }),
+        stage: Arc::new(ReviewFilter { filter: Arc::new(filter) }),
         version: 1,
         scope: Scope::Comment,
         resource: Resource::Llm,
@@ -246,10 +247,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError>
 
 impl Stage for ReviewFilter {
     fn run(&self, input: TaskInput) -> TaskFuture {
-        // The stage is owned by the pipeline for the whole run, which outlives every task, but the
-        // future must be 'static: share the filter through an Arc instead of borrowing.
-        let filter =
-            Arc::new(Filter { llm: self.filter.llm.clone(), template: self.filter.template.clone() });
+        let filter = self.filter.clone();
         Box::pin(async move {
             let comment: ReviewComment = match serde_json::from_value(input.item.data.clone()) {
                 Ok(c) => c,
