@@ -51,13 +51,19 @@ impl Item {
 pub enum Outcome {
     /// The item goes on, with the stage's output attached.
     Kept { output: Value },
-    /// The item is dropped for a stated reason. Final, and counted in the funnel.
-    Rejected { reason: String },
+    /// The item is dropped for a stated reason. Final, and counted in the funnel. `detail` keeps
+    /// what led there (every attempt of a test synthesis, say); `Value::Null` for nothing more.
+    Rejected { reason: String, detail: Value },
     /// The infrastructure failed. Not a result: the next run tries again.
     Errored { error: String },
 }
 
 impl Outcome {
+    /// A rejection with nothing more to keep than its reason.
+    pub fn rejected(reason: impl Into<String>) -> Outcome {
+        Outcome::Rejected { reason: reason.into(), detail: Value::Null }
+    }
+
     pub fn kind(&self) -> OutcomeKind {
         match self {
             Outcome::Kept { .. } => OutcomeKind::Kept,

@@ -64,7 +64,7 @@ struct Ready {
 fn state_of(key: TaskKey, outcome: Outcome) -> TaskState {
     match outcome {
         Outcome::Kept { output } => TaskState::Kept { key, output: Arc::new(output) },
-        Outcome::Rejected { reason } => TaskState::Rejected { key, reason },
+        Outcome::Rejected { reason, .. } => TaskState::Rejected { key, reason },
         Outcome::Errored { error } => TaskState::Errored { key, error },
     }
 }

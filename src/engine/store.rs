@@ -294,8 +294,9 @@ fn apply(conn: &mut Connection, batch: &[Msg]) -> rusqlite::Result<()> {
                             let text = (!output.is_null()).then(|| output.to_string());
                             (RecordState::Kept, text, None)
                         }
-                        Some(Outcome::Rejected { reason }) => {
-                            (RecordState::Rejected, None, Some(reason.as_str()))
+                        Some(Outcome::Rejected { reason, detail }) => {
+                            let text = (!detail.is_null()).then(|| detail.to_string());
+                            (RecordState::Rejected, text, Some(reason.as_str()))
                         }
                         Some(Outcome::Errored { error }) => {
                             (RecordState::Errored, None, Some(error.as_str()))
@@ -372,11 +373,13 @@ pub fn load(dir: &Path) -> Result<HashMap<TaskKey, Record>, StoreError> {
             continue; // not a row this build wrote; ignoring it means the task runs again
         };
         record.state = state;
-        if state == RecordState::Kept {
+        // A kept task's output, or what a rejection kept beside its reason.
+        if matches!(state, RecordState::Kept | RecordState::Rejected) {
             let value = match output {
                 Some(text) => match serde_json::from_str(&text) {
                     Ok(v) => v,
-                    Err(_) => continue,
+                    Err(_) if state == RecordState::Kept => continue,
+                    Err(_) => Value::Null,
                 },
                 None => Value::Null,
             };
@@ -413,17 +416,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         store.finish(finish(key(1), Some(Outcome::Kept { output: json!({"a": 1}) }), false));
-        store.finish(finish(key(2), Some(Outcome::Rejected { reason: "chatty".into() }), false));
+        store.finish(finish(key(2), Some(Outcome::rejected("chatty")), false));
         store.finish(finish(key(3), Some(Outcome::Errored { error: "down".into() }), false));
         store.start(key(3), "s".into(), "i".into()).await.unwrap().unwrap();
         store.finish(finish(key(3), Some(Outcome::Errored { error: "down again".into() }), true));
         store.start(key(4), "s".into(), "i".into()).await.unwrap().unwrap();
+        let detail = json!({"attempts": [{"verdict": "passed"}]});
+        store.finish(finish(
+            key(5),
+            Some(Outcome::Rejected { reason: "passed on both sides".into(), detail: detail.clone() }),
+            false,
+        ));
         store.flush().await.unwrap();
 
         let rows = load(dir.path()).unwrap();
         assert_eq!(rows[&key(1)].state, RecordState::Kept);
         assert_eq!(rows[&key(1)].output.as_deref(), Some(&json!({"a": 1})));
         assert_eq!(rows[&key(2)].message.as_deref(), Some("chatty"));
+        assert_eq!(rows[&key(2)].output.as_deref(), Some(&Value::Null));
+        assert_eq!(rows[&key(5)].output.as_deref(), Some(&detail), "a rejection keeps its detail");
         assert_eq!(rows[&key(3)].attempts, 2);
         assert_eq!(rows[&key(3)].message.as_deref(), Some("down again"));
         assert_eq!(

@@ -50,7 +50,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError>
 }
 
 fn reject(reason: impl Into<String>) -> Outcome {
-    Outcome::Rejected { reason: reason.into() }
+    Outcome::rejected(reason.into())
 }
 
 impl Stage for CommentContext {

@@ -226,11 +226,11 @@ impl Stage for Environment {
         Box::pin(async move {
             let pr: PullRequest = match serde_json::from_value(input.item.data.clone()) {
                 Ok(pr) => pr,
-                Err(_) => return Outcome::Rejected { reason: "not a pull request record".into() },
+                Err(_) => return Outcome::rejected("not a pull request record"),
             };
             match this.make(&pr, &input.item.id).await {
                 Ok(output) => Outcome::Kept { output },
-                Err(Step::Failed(reason)) => Outcome::Rejected { reason },
+                Err(Step::Failed(reason)) => Outcome::rejected(reason),
                 Err(Step::Infra(error)) => Outcome::Errored { error },
             }
         })

@@ -142,7 +142,7 @@ fn outcome(code: Option<i32>, stdout: &[u8], stderr: &[u8]) -> Outcome {
                 .map(str::trim)
                 .find(|l| !l.is_empty())
                 .unwrap_or("exit status 1 with nothing on stderr");
-            Outcome::Rejected { reason: reason.to_string() }
+            Outcome::rejected(reason)
         }
         other => {
             let status = match other {
@@ -176,10 +176,7 @@ mod tests {
     fn exit_codes_map_to_outcomes() {
         assert_eq!(outcome(Some(0), br#"{"n": 1}"#, b""), Outcome::Kept { output: json!({"n": 1}) });
         assert_eq!(outcome(Some(0), b"not json", b""), Outcome::Kept { output: Value::Null });
-        assert_eq!(
-            outcome(Some(1), b"", b"warming up\ntoo chatty\n\n"),
-            Outcome::Rejected { reason: "too chatty".into() }
-        );
+        assert_eq!(outcome(Some(1), b"", b"warming up\ntoo chatty\n\n"), Outcome::rejected("too chatty"));
         assert!(
             matches!(outcome(Some(2), b"", b"boom"), Outcome::Errored { error } if error == "exit status 2: boom")
         );

@@ -251,7 +251,7 @@ impl Stage for ReviewFilter {
         Box::pin(async move {
             let comment: ReviewComment = match serde_json::from_value(input.item.data.clone()) {
                 Ok(c) => c,
-                Err(_) => return Outcome::Rejected { reason: "not a review comment record".into() },
+                Err(_) => return Outcome::rejected("not a review comment record"),
             };
             let pr: Option<PullRequest> =
                 input.pr.as_ref().and_then(|p| serde_json::from_value(p.data.clone()).ok());
@@ -267,18 +267,16 @@ impl Stage for ReviewFilter {
                     if v.keep {
                         Outcome::Kept { output: json!({"category": v.category, "reason": v.reason}) }
                     } else {
-                        Outcome::Rejected {
-                            reason: if v.reason.is_empty() {
-                                "dropped by the filter".into()
-                            } else {
-                                v.reason
-                            },
-                        }
+                        Outcome::rejected(if v.reason.is_empty() {
+                            "dropped by the filter".into()
+                        } else {
+                            v.reason
+                        })
                     }
                 }
                 Ok(Judgement::Unparseable { usage, .. }) => {
                     input.meter.add(usage);
-                    Outcome::Rejected { reason: "unparseable".into() }
+                    Outcome::rejected("unparseable")
                 }
                 Err(e) => Outcome::Errored { error: e.to_string() },
             }
