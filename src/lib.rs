@@ -14,3 +14,4 @@ pub mod repo;
 pub mod report;
 pub mod sources;
 pub mod stages;
+pub mod synthesis;

@@ -60,6 +60,13 @@ fn a_probe_fails_on_the_reviewed_commit_and_passes_on_the_fixed_one() {
         assert!(reviewed.verdict.is_test_failure(), "{:?}\n{}", reviewed.verdict, reviewed.output);
         let after = run_test(&d, &image, State::Tree(&fixed), ("test_probe.py", &probe), t).await.unwrap();
         assert_eq!(after.verdict, Verdict::Passed, "{}", after.output);
+        assert!(reviewed.wrote.is_empty() && after.wrote.is_empty(), "{:?}", after.wrote);
+
+        let writer = "import pathlib\n\ndef test_x():\n    pathlib.Path('/repo/notes.txt').write_text('x')\n";
+        let writer = run_test(&d, &image, State::AsBuilt, ("test_writer.py", writer), t).await.unwrap();
+        assert_eq!(writer.verdict, Verdict::Passed, "{}", writer.output);
+        assert_eq!(writer.wrote, ["/repo", "/repo/notes.txt"], "the write into the repository is seen");
+        assert!(!writer.output.contains("curate-wrote"), "{}", writer.output);
 
         let broken = run_test(&d, &image, State::AsBuilt, ("test_bad.py", "def test_x(:\n    pass\n"), t).await.unwrap();
         assert_eq!(broken.verdict, Verdict::SyntaxError, "{}", broken.output);

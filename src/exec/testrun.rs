@@ -52,6 +52,8 @@ pub struct TestRun {
     pub verdict: Verdict,
     pub exit_code: Option<i64>,
     pub output: String,
+    /// Paths under the repository that the run created or changed (it should leave none).
+    pub wrote: Vec<String>,
     pub seconds: f64,
 }
 
@@ -110,6 +112,33 @@ pub fn env_spec(image: &str, command: Vec<String>) -> RunSpec {
     spec
 }
 
+/// Prefixes the lines that name a path the test run wrote under the repository.
+const WROTE: &str = "curate-wrote: ";
+
+/// The shell command of a test run: pytest on the test file, then every path under the repository
+/// that changed while it ran (a test may not write into the project).
+fn test_command(test_path: &str) -> Vec<String> {
+    let script = format!(
+        "touch {TEST_DIR}/.started && python -m pytest -q -p no:cacheprovider --rootdir {TEST_DIR} {test_path}; \
+         rc=$?; find {REPO} -newer {TEST_DIR}/.started -not -path '*/__pycache__*' -print \
+         | sed 's|^|{WROTE}|'; exit $rc"
+    );
+    vec!["sh".into(), "-c".into(), script]
+}
+
+/// Splits the run's output into what pytest printed and the paths written under the repository.
+fn split_writes(output: &str) -> (String, Vec<String>) {
+    let mut wrote = Vec::new();
+    let mut rest = String::with_capacity(output.len());
+    for line in output.split_inclusive('\n') {
+        match line.strip_prefix(WROTE) {
+            Some(path) => wrote.push(path.trim_end().to_string()),
+            None => rest.push_str(line),
+        }
+    }
+    (rest, wrote)
+}
+
 /// Runs `test` (a file name and its source) with pytest in `image`, against `state`.
 pub async fn run_test(
     docker: &Docker,
@@ -123,16 +152,7 @@ pub async fn run_test(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "test_curate.py".into());
     let test_path = format!("{TEST_DIR}/{name}");
-    let mut command = vec![
-        "python".to_string(),
-        "-m".into(),
-        "pytest".into(),
-        "-q".into(),
-        "-p".into(),
-        "no:cacheprovider".into(),
-    ];
-    command.extend(["--rootdir".into(), TEST_DIR.into(), test_path.clone()]);
-    let mut spec = env_spec(image, command);
+    let mut spec = env_spec(image, test_command(&test_path));
     spec.timeout = timeout;
     if let State::Tree(dir) = state {
         // Files deleted in `dir` stay in the image; the editable install follows the rest.
@@ -144,10 +164,12 @@ pub async fn run_test(
     }
     spec.files.push((test_path, test.1.as_bytes().to_vec()));
     let r = run(docker, &spec).await?;
+    let (output, wrote) = split_writes(&r.output);
     Ok(TestRun {
-        verdict: classify(r.exit_code, r.timed_out, &r.output),
+        verdict: classify(r.exit_code, r.timed_out, &output),
         exit_code: r.exit_code,
-        output: r.output,
+        output,
+        wrote,
         seconds: r.duration.as_secs_f64(),
     })
 }
@@ -180,5 +202,13 @@ mod tests {
         assert_eq!(classify(Some(5), false, "no tests ran"), Verdict::NoTests);
         assert_eq!(classify(None, true, ""), Verdict::Timeout);
         assert!(Verdict::Assertion.is_test_failure() && !Verdict::SyntaxError.is_test_failure());
+    }
+
+    #[test]
+    fn written_paths_are_split_from_the_output() {
+        let (out, wrote) =
+            split_writes("..F\ncurate-wrote: /repo/data.json\n1 failed\ncurate-wrote: /repo\n");
+        assert_eq!(out, "..F\n1 failed\n");
+        assert_eq!(wrote, ["/repo/data.json", "/repo"]);
     }
 }

@@ -1,0 +1,71 @@
+//! Getting one pytest file out of what a model wrote: the first fenced Python block, or the whole
+//! answer when it is bare code. An answer with no test function in it is not a test.
+
+/// The test file in `answer`, or why there is none (said so the model can fix it).
+pub fn test_code(answer: &str) -> Result<String, String> {
+    let code = fenced(answer).unwrap_or_else(|| answer.trim().to_string());
+    if code.is_empty() {
+        return Err("the answer was empty".into());
+    }
+    let has_test = code.lines().any(|l| {
+        let l = l.trim_start();
+        l.starts_with("def test") || l.starts_with("async def test") || l.starts_with("class Test")
+    });
+    if !has_test {
+        return Err(if fenced(answer).is_none() && !looks_like_code(&code) {
+            "the answer has no ```python code block".into()
+        } else {
+            "the code has no pytest test function (`def test_…`)".into()
+        });
+    }
+    Ok(format!("{}\n", code.trim_end()))
+}
+
+/// The first fenced block tagged python (or untagged); a block cut off at the token limit counts
+/// up to the end of the answer.
+fn fenced(answer: &str) -> Option<String> {
+    let mut rest = answer;
+    while let Some(open) = rest.find("```") {
+        let after = &rest[open + 3..];
+        let (tag, body) = after.split_once('\n').unwrap_or((after, ""));
+        let tag = tag.trim().to_lowercase();
+        let end = body.find("```").unwrap_or(body.len());
+        if tag.is_empty() || tag == "python" || tag == "py" || tag == "python3" {
+            return Some(body[..end].trim_matches('\n').to_string());
+        }
+        rest = &body[(end + 3).min(body.len())..];
+    }
+    None
+}
+
+fn looks_like_code(text: &str) -> bool {
+    text.lines().next().is_some_and(|l| {
+        let l = l.trim_start();
+        l.starts_with("import ") || l.starts_with("from ") || l.starts_with("def ") || l.starts_with('#')
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_python_block_is_taken() {
+        let a = "Here is a test:\n```text\nnot this\n```\n```python\nimport x\n\ndef test_a():\n    assert x.f()\n```\nand another\n```python\ndef test_b(): pass\n```";
+        assert_eq!(test_code(a).unwrap(), "import x\n\ndef test_a():\n    assert x.f()\n");
+    }
+
+    #[test]
+    fn bare_code_and_cut_off_blocks_are_read() {
+        assert_eq!(test_code("def test_a():\n    assert 1\n").unwrap(), "def test_a():\n    assert 1\n");
+        let cut = "```python\ndef test_a():\n    assert f(1) ==";
+        assert_eq!(test_code(cut).unwrap(), "def test_a():\n    assert f(1) ==\n");
+    }
+
+    #[test]
+    fn answers_without_a_test_say_why() {
+        assert!(test_code("").unwrap_err().contains("empty"));
+        assert!(test_code("I cannot write this test.").unwrap_err().contains("code block"));
+        assert!(test_code("```python\nx = 1\n```").unwrap_err().contains("def test_"));
+    }
+}

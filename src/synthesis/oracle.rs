@@ -1,0 +1,233 @@
+//! The fail-then-pass oracle: given how a candidate test ran on the reviewed commit and on the fixed
+//! one, is it an executable form of the reviewer's concern? It must fail on the reviewed commit by
+//! its own verdict (an assertion, a missing expected exception, an error from the project's code, or
+//! an import of a name the fix adds) and pass on the fixed commit, without writing into the project.
+//! Anything else is a miss, with a short reason for the funnel and a longer one for the model.
+
+use serde::Serialize;
+
+use crate::exec::testrun::{TestRun, Verdict};
+
+/// Why a candidate was not accepted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Miss {
+    /// Short and fixed, so the funnel can count rejections by it.
+    pub reason: &'static str,
+    /// What went wrong, addressed to the model that wrote the test.
+    pub problem: String,
+}
+
+impl Miss {
+    fn new(reason: &'static str, problem: impl Into<String>) -> Miss {
+        Miss { reason, problem: problem.into() }
+    }
+}
+
+/// The funnel's reasons, in one place.
+pub mod reasons {
+    pub const UNPARSEABLE: &str = "unparseable";
+    pub const NETWORK: &str = "uses the network";
+    pub const WRITES: &str = "writes into the repository";
+    pub const TIMEOUT: &str = "timed out";
+    pub const SYNTAX: &str = "syntax error in the test";
+    pub const BROKEN_IMPORT: &str = "broken import in the test";
+    pub const COLLECTION: &str = "collection error";
+    pub const NO_TESTS: &str = "no tests collected";
+    pub const PASSED_BOTH: &str = "passed on both sides";
+    pub const FAILED_BOTH: &str = "failed on both sides";
+    pub const INVERTED: &str = "fails only on the fixed commit";
+    pub const FLAKY: &str = "flaky";
+}
+
+/// The module an import error names as missing, if it is the project's own: `from pkg.mod import
+/// name` where the fix adds `name`, or a module the fix adds.
+fn missing_project_import(output: &str, project: &[String]) -> bool {
+    let named = |marker: &str| -> Vec<String> {
+        output
+            .match_indices(marker)
+            .filter_map(|(at, _)| {
+                let rest = &output[at + marker.len()..];
+                let quoted = rest.split('\'').next()?;
+                Some(quoted.to_string())
+            })
+            .collect()
+    };
+    let from_modules: Vec<String> = output
+        .match_indices("cannot import name '")
+        .filter_map(|(at, _)| {
+            let rest = &output[at..];
+            let from = rest.find(" from '")?;
+            rest[from + 7..].split('\'').next().map(str::to_string)
+        })
+        .collect();
+    from_modules.iter().chain(named("No module named '").iter()).any(|m| {
+        let top = m.split('.').next().unwrap_or("");
+        project.iter().any(|p| p == top)
+    })
+}
+
+/// Whether the reviewed side's result is the test's own verdict on the code.
+fn is_own_failure(run: &TestRun, project: &[String]) -> bool {
+    run.verdict.is_test_failure()
+        || (run.verdict == Verdict::ImportError && missing_project_import(&run.output, project))
+}
+
+/// Judges one candidate from its run on the reviewed commit and on the fixed one.
+pub fn judge(reviewed: &TestRun, fixed: &TestRun, project: &[String]) -> Result<(), Miss> {
+    use reasons::*;
+    let wrote: Vec<&String> = reviewed.wrote.iter().chain(&fixed.wrote).collect();
+    if !wrote.is_empty() {
+        let shown: Vec<&str> = wrote.iter().take(5).map(|s| s.as_str()).collect();
+        return Err(Miss::new(
+            WRITES,
+            format!(
+                "The test wrote into the repository ({}). Tests must leave the project's files alone; use pytest's tmp_path for files.",
+                shown.join(", ")
+            ),
+        ));
+    }
+    if reviewed.verdict == Verdict::Timeout || fixed.verdict == Verdict::Timeout {
+        return Err(Miss::new(TIMEOUT, "The test did not finish in time. Keep it small and fast."));
+    }
+    if reviewed.verdict == Verdict::SyntaxError || fixed.verdict == Verdict::SyntaxError {
+        return Err(Miss::new(SYNTAX, "The test file is not valid Python (see the output)."));
+    }
+    if reviewed.verdict == Verdict::NoTests {
+        return Err(Miss::new(NO_TESTS, "pytest found no test functions in the file."));
+    }
+    if reviewed.verdict == Verdict::Passed {
+        return Err(if fixed.verdict == Verdict::Passed {
+            Miss::new(
+                PASSED_BOTH,
+                "The test passed on the reviewed commit, so it does not detect the problem the reviewer raised. It must fail there.",
+            )
+        } else {
+            Miss::new(
+                INVERTED,
+                "The test passed on the reviewed commit and failed on the fixed one: the opposite of what is needed.",
+            )
+        });
+    }
+    if is_own_failure(reviewed, project) {
+        return match fixed.verdict {
+            Verdict::Passed => Ok(()),
+            _ => Err(Miss::new(
+                FAILED_BOTH,
+                "The test failed on the reviewed commit, as it should, but it also failed on the fixed commit. It must pass once the reviewer's point is addressed.",
+            )),
+        };
+    }
+    Err(match reviewed.verdict {
+        Verdict::ImportError => Miss::new(
+            BROKEN_IMPORT,
+            "The test could not be imported on the reviewed commit: it imports something that does not exist. Import only modules that exist in the project or the standard library.",
+        ),
+        _ => Miss::new(
+            COLLECTION,
+            "pytest could not collect the test on the reviewed commit (see the output).",
+        ),
+    })
+}
+
+/// Output as shown to the model: the tail (where pytest puts the failure and the summary), with
+/// what changes from run to run (durations, addresses) replaced, so the same failure gives the same
+/// prompt and recorded answers replay.
+pub fn for_feedback(output: &str, max_lines: usize) -> String {
+    let lines: Vec<&str> = output.lines().collect();
+    let tail = &lines[lines.len().saturating_sub(max_lines)..];
+    tail.iter().map(|l| stable_line(l)).collect::<Vec<_>>().join("\n")
+}
+
+fn stable_line(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while !rest.is_empty() {
+        // " in 0.12s" (pytest's summary) and "0x7f3a…" (object addresses).
+        if let Some(after) = rest.strip_prefix(" in ")
+            && let Some(end) = after.find('s')
+            && end > 0
+            && after[..end].chars().all(|c| c.is_ascii_digit() || c == '.')
+        {
+            out.push_str(" in Ns");
+            rest = &after[end + 1..];
+            continue;
+        }
+        if let Some(after) = rest.strip_prefix("0x") {
+            let end = after.find(|c: char| !c.is_ascii_hexdigit()).unwrap_or(after.len());
+            if end >= 6 {
+                out.push_str("0x…");
+                rest = &after[end..];
+                continue;
+            }
+        }
+        let c = rest.chars().next().unwrap_or(' ');
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(verdict: Verdict, output: &str) -> TestRun {
+        TestRun { verdict, exit_code: Some(1), output: output.into(), wrote: Vec::new(), seconds: 0.1 }
+    }
+
+    fn project() -> Vec<String> {
+        vec!["durations".into()]
+    }
+
+    #[test]
+    fn fail_then_pass_is_accepted() {
+        let p = project();
+        for v in [Verdict::Assertion, Verdict::ExpectedExceptionMissing, Verdict::UnexpectedException] {
+            assert_eq!(judge(&run(v, ""), &run(Verdict::Passed, ""), &p), Ok(()));
+        }
+        let missing = run(
+            Verdict::ImportError,
+            "E   ImportError: cannot import name 'parse_weeks' from 'durations' (/repo/durations/__init__.py)",
+        );
+        assert_eq!(judge(&missing, &run(Verdict::Passed, ""), &p), Ok(()), "a name the fix adds");
+    }
+
+    #[test]
+    fn broken_tests_are_not_failures_on_the_reviewed_side() {
+        let p = project();
+        let nowhere = run(Verdict::ImportError, "E   ModuleNotFoundError: No module named 'hypothesis'");
+        assert_eq!(
+            judge(&nowhere, &run(Verdict::Passed, ""), &p).unwrap_err().reason,
+            reasons::BROKEN_IMPORT
+        );
+        let syntax = run(Verdict::SyntaxError, "E   SyntaxError: invalid syntax");
+        assert_eq!(judge(&syntax, &syntax, &p).unwrap_err().reason, reasons::SYNTAX);
+        let collection = run(Verdict::CollectionError, "E   fixture 'client' not found");
+        assert_eq!(
+            judge(&collection, &run(Verdict::Passed, ""), &p).unwrap_err().reason,
+            reasons::COLLECTION
+        );
+    }
+
+    #[test]
+    fn the_other_misses_are_named() {
+        let p = project();
+        let (pass, fail) = (run(Verdict::Passed, ""), run(Verdict::Assertion, ""));
+        assert_eq!(judge(&pass, &pass, &p).unwrap_err().reason, reasons::PASSED_BOTH);
+        assert_eq!(judge(&fail, &fail, &p).unwrap_err().reason, reasons::FAILED_BOTH);
+        assert_eq!(judge(&pass, &fail, &p).unwrap_err().reason, reasons::INVERTED);
+        assert_eq!(judge(&run(Verdict::Timeout, ""), &pass, &p).unwrap_err().reason, reasons::TIMEOUT);
+        let mut writer = fail.clone();
+        writer.wrote = vec!["/repo/out.json".into()];
+        let miss = judge(&writer, &pass, &p).unwrap_err();
+        assert_eq!(miss.reason, reasons::WRITES);
+        assert!(miss.problem.contains("/repo/out.json"));
+    }
+
+    #[test]
+    fn feedback_output_is_the_stable_tail() {
+        let out = "a\nb\nE   assert <Obj at 0x7f3a2b1c9d00> == 2\n1 failed in 0.12s\n";
+        assert_eq!(for_feedback(out, 2), "E   assert <Obj at 0x…> == 2\n1 failed in Ns");
+        assert_eq!(for_feedback("x = 0x10 in 3 steps", 5), "x = 0x10 in 3 steps");
+    }
+}
