@@ -147,6 +147,19 @@ pub async fn run_test(
     test: (&str, &str),
     timeout: Duration,
 ) -> Result<TestRun, ExecError> {
+    run_test_seeded(docker, image, state, test, timeout, 0).await
+}
+
+/// [`run_test`] with Python's hash seed set to `seed`: runs are reproducible, and repeats under
+/// other seeds show a test that depends on set or dict order.
+pub async fn run_test_seeded(
+    docker: &Docker,
+    image: &str,
+    state: State<'_>,
+    test: (&str, &str),
+    timeout: Duration,
+    seed: u32,
+) -> Result<TestRun, ExecError> {
     let name = Path::new(test.0)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -154,6 +167,7 @@ pub async fn run_test(
     let test_path = format!("{TEST_DIR}/{name}");
     let mut spec = env_spec(image, test_command(&test_path));
     spec.timeout = timeout;
+    spec.env.push(("PYTHONHASHSEED".into(), seed.to_string()));
     if let State::Tree(dir) = state {
         // Files deleted in `dir` stay in the image; the editable install follows the rest.
         let io = |e: std::io::Error| ExecError::Other(format!("{}: {e}", dir.display()));

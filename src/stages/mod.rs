@@ -22,6 +22,7 @@ pub mod environment;
 pub mod exec;
 pub mod noop;
 pub mod review_filter;
+pub mod test_synthesis;
 
 type BuildFn = fn(&StageContext, &Mapping) -> Result<Built, ConfigError>;
 
@@ -32,6 +33,7 @@ const REGISTRY: &[(&str, BuildFn)] = &[
     ("comment_context", comment_context::build),
     ("review_filter", review_filter::build),
     ("environment", environment::build_stage),
+    ("test_synthesis", test_synthesis::build),
 ];
 
 pub fn kinds() -> impl Iterator<Item = &'static str> {

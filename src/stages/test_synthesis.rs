@@ -1,0 +1,449 @@
+//! `test_synthesis` (the paper's section 4.2.3): per kept review comment, a model writes a pytest
+//! file that encodes the reviewer's concern; it runs in the PR's image against the reviewed commit
+//! and the fixed one, and is accepted only if it fails on the first by its own verdict and passes on
+//! the second, the same way on every repeat (each under another Python hash seed, so a test that
+//! hangs on set or dict order shows), else it is rejected as flaky. On another miss the execution output goes back to the model,
+//! up to `max_attempts` answers in all. Every attempt is stored, accepted or not.
+//!
+//! Needs a `comment_context` stage (the comment's code, the file before and after) and an
+//! `environment` stage (the PR's image) upstream.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bollard::Docker;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use serde_yaml::Mapping;
+use tokio::sync::OnceCell;
+
+use super::{Built, Stage, StageContext, TaskFuture, TaskInput};
+use crate::engine::item::{Outcome, Scope};
+use crate::engine::resources::Resource;
+use crate::engine::spec::parse_config;
+use crate::errors::ConfigError;
+use crate::exec::testrun::{State, TestRun, Verdict, run_test_seeded};
+use crate::exec::{ExecError, connect};
+use crate::llm::client::Llm;
+use crate::llm::prompt::Template;
+use crate::llm::{LlmSpec, Message};
+use crate::repo::Mirrors;
+use crate::sources::record::{PullRequest, ReviewComment};
+use crate::synthesis::answer::test_code;
+use crate::synthesis::oracle::{Miss, for_feedback, judge, reasons};
+use crate::synthesis::source::{code_only, network_use, test_kind};
+
+const PLACEHOLDERS: [&str; 7] =
+    ["pr_title", "path", "module", "comment", "diff_hunk", "file_before", "file_after"];
+const FEEDBACK_PLACEHOLDERS: [&str; 5] =
+    ["problem", "reviewed_verdict", "reviewed_output", "fixed_verdict", "fixed_output"];
+
+/// Lines of each side's output sent back to the model, and kept per attempt in the store.
+const FEEDBACK_LINES: usize = 40;
+const STORED_OUTPUT_LINES: usize = 120;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    /// The first prompt, relative to the pipeline file.
+    prompt: PathBuf,
+    /// The message that sends a miss back to the model.
+    feedback_prompt: PathBuf,
+    /// Model answers in all, the first included (the paper allows three).
+    #[serde(default = "default_attempts")]
+    max_attempts: u32,
+    /// Runs of each side a candidate must give the same result in, the first included.
+    #[serde(default = "default_repeats")]
+    repeats: u32,
+    /// Seconds one run of the test may take.
+    #[serde(default = "default_timeout")]
+    timeout_secs: u64,
+    /// Lines of each whole file shown to the model; longer files are cut to a window around the
+    /// commented lines.
+    #[serde(default = "default_file_lines")]
+    file_lines: usize,
+    #[serde(default)]
+    llm: LlmSpec,
+}
+
+fn default_attempts() -> u32 {
+    3
+}
+fn default_repeats() -> u32 {
+    3
+}
+fn default_timeout() -> u64 {
+    60
+}
+fn default_file_lines() -> usize {
+    200
+}
+
+struct Synthesis {
+    llm: Llm,
+    prompt: Template,
+    feedback: Template,
+    mirrors: Arc<Mirrors>,
+    docker: OnceCell<Docker>,
+    max_attempts: u32,
+    repeats: u32,
+    timeout: Duration,
+    file_lines: usize,
+}
+
+fn read_template(
+    ctx: &StageContext,
+    key: &str,
+    path: &Path,
+    known: &[&str],
+) -> Result<Template, ConfigError> {
+    let full = ctx.dir.join(path);
+    let text = std::fs::read_to_string(&full)
+        .map_err(|e| ConfigError::new(key, format!("cannot read {}: {e}", full.display())))?;
+    Template::parse(&text, known).map_err(|e| ConfigError::new(key, e))
+}
+
+pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError> {
+    let config: Config = parse_config(config)?;
+    if config.max_attempts == 0 {
+        return Err(ConfigError::new("max_attempts", "must be at least 1"));
+    }
+    if config.repeats == 0 {
+        return Err(ConfigError::new("repeats", "must be at least 1"));
+    }
+    let prompt = read_template(ctx, "prompt", &config.prompt, &PLACEHOLDERS)?;
+    let feedback = read_template(ctx, "feedback_prompt", &config.feedback_prompt, &FEEDBACK_PLACEHOLDERS)?;
+    let settings = ctx.llm.merged(&config.llm).settings();
+    let llm = Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("llm", e))?;
+    let fingerprint = llm.settings.fingerprint();
+    Ok(Built {
+        stage: Arc::new(TestSynthesis(Arc::new(Synthesis {
+            llm,
+            prompt,
+            feedback,
+            mirrors: ctx.mirrors.clone(),
+            docker: OnceCell::new(),
+            max_attempts: config.max_attempts,
+            repeats: config.repeats,
+            timeout: Duration::from_secs(config.timeout_secs),
+            file_lines: config.file_lines,
+        }))),
+        version: 1,
+        scope: Scope::Comment,
+        resource: Resource::Llm,
+        side_effects: true,
+        files: vec![
+            config.prompt.to_string_lossy().into_owned(),
+            config.feedback_prompt.to_string_lossy().into_owned(),
+        ],
+        fingerprint_extra: fingerprint,
+    })
+}
+
+/// The import path of a Python file: `src/pkg/mod.py` is `pkg.mod`, `pkg/__init__.py` is `pkg`.
+fn module_of(path: &str, packages: &[String]) -> String {
+    let Some(stem) = path.strip_suffix(".py") else {
+        return packages.first().cloned().unwrap_or_default();
+    };
+    let stem = stem.strip_prefix("src/").unwrap_or(stem);
+    let stem = stem.strip_suffix("/__init__").unwrap_or(stem);
+    stem.replace('/', ".")
+}
+
+/// At most `max` lines of `text`, as a window around lines `start..=end` (from 1) when longer.
+fn clip(text: &str, start: usize, end: usize, max: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() <= max {
+        return text.trim_end().to_string();
+    }
+    let middle = (start + end) / 2;
+    let from = middle.saturating_sub(max / 2).min(lines.len() - max);
+    let to = from + max;
+    let mut out = String::new();
+    if from > 0 {
+        out.push_str(&format!("# … {from} lines above not shown\n"));
+    }
+    out.push_str(&lines[from..to].join("\n"));
+    if to < lines.len() {
+        out.push_str(&format!("\n# … {} lines below not shown", lines.len() - to));
+    }
+    out
+}
+
+/// What one run of one side looked like, for the store.
+fn run_record(run: &TestRun) -> Value {
+    json!({
+        "verdict": run.verdict,
+        "exit_code": run.exit_code,
+        "seconds": (run.seconds * 1000.0).round() / 1000.0,
+        "wrote": run.wrote,
+        "output": for_feedback(&run.output, STORED_OUTPUT_LINES),
+    })
+}
+
+fn verdict_name(run: &TestRun) -> String {
+    serde_json::to_value(run.verdict).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+enum Failure {
+    /// The infrastructure failed: the task errors and runs again next time.
+    Infra(String),
+}
+
+impl From<ExecError> for Failure {
+    fn from(e: ExecError) -> Failure {
+        Failure::Infra(e.to_string())
+    }
+}
+
+/// What the task needs from upstream, read from the outputs of whichever stages provide it.
+struct Inputs {
+    pr: PullRequest,
+    comment: ReviewComment,
+    context: Value,
+    image: String,
+    packages: Vec<String>,
+}
+
+fn inputs(input: &TaskInput) -> Result<Inputs, String> {
+    let pr = input
+        .pr
+        .as_ref()
+        .and_then(|p| serde_json::from_value::<PullRequest>(p.data.clone()).ok())
+        .ok_or("the comment's PR is not a pull request record")?;
+    let comment = serde_json::from_value::<ReviewComment>(input.item.data.clone())
+        .map_err(|_| "the item is not a review comment record")?;
+    let find = |key: &str| input.upstream.values().find(|v| v.get(key).is_some()).cloned();
+    let context = find("file_before")
+        .ok_or("test_synthesis needs a comment_context stage upstream (`needs: [context, environment]`)")?;
+    let environment = find("image")
+        .ok_or("test_synthesis needs an environment stage upstream (`needs: [context, environment]`)")?;
+    let image = environment["image"].as_str().unwrap_or_default().to_string();
+    let packages = environment["imports"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    Ok(Inputs { pr, comment, context, image, packages })
+}
+
+/// A test file name from the comment's id.
+fn test_file_name(id: &str) -> String {
+    let clean: String =
+        id.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
+    format!("test_{}.py", clean.trim_matches('_'))
+}
+
+impl Synthesis {
+    fn first_messages(&self, i: &Inputs) -> Vec<Message> {
+        let c = &i.context;
+        let (start, end) =
+            (c["start_line"].as_u64().unwrap_or(1) as usize, c["end_line"].as_u64().unwrap_or(1) as usize);
+        let path = c["path"].as_str().unwrap_or_default();
+        let hunk = i.comment.diff_hunk.as_deref().unwrap_or("");
+        let hunk_tail: Vec<&str> = hunk.lines().collect();
+        let hunk = hunk_tail[hunk_tail.len().saturating_sub(20)..].join("\n");
+        let after = c["file_after"].as_str().unwrap_or("(the file no longer exists)");
+        let values = BTreeMap::from([
+            ("pr_title", i.pr.title.clone()),
+            ("path", path.to_string()),
+            ("module", module_of(path, &i.packages)),
+            ("comment", i.comment.text.trim().to_string()),
+            ("diff_hunk", hunk),
+            ("file_before", clip(c["file_before"].as_str().unwrap_or_default(), start, end, self.file_lines)),
+            ("file_after", clip(after, start, end, self.file_lines)),
+        ]);
+        self.prompt.render(&values)
+    }
+
+    fn feedback_message(&self, miss: &Miss, runs: Option<(&TestRun, &TestRun)>) -> Message {
+        let (rv, ro, fv, fo) = match runs {
+            Some((r, f)) => (
+                verdict_name(r),
+                for_feedback(&r.output, FEEDBACK_LINES),
+                verdict_name(f),
+                for_feedback(&f.output, FEEDBACK_LINES),
+            ),
+            None => ("not run".into(), String::new(), "not run".into(), String::new()),
+        };
+        let values = BTreeMap::from([
+            ("problem", miss.problem.clone()),
+            ("reviewed_verdict", rv),
+            ("reviewed_output", ro),
+            ("fixed_verdict", fv),
+            ("fixed_output", fo),
+        ]);
+        let mut rendered = self.feedback.render(&values);
+        rendered.pop().unwrap_or_else(|| Message::user(miss.problem.clone()))
+    }
+
+    /// Runs the test on both sides at once, under Python hash seed `seed`.
+    async fn both(
+        &self,
+        docker: &Docker,
+        image: &str,
+        fixed: &Path,
+        test: (&str, &str),
+        seed: u32,
+    ) -> Result<(TestRun, TestRun), Failure> {
+        let t = self.timeout;
+        let (reviewed, after) = tokio::join!(
+            run_test_seeded(docker, image, State::AsBuilt, test, t, seed),
+            run_test_seeded(docker, image, State::Tree(fixed), test, t, seed)
+        );
+        Ok((reviewed?, after?))
+    }
+
+    async fn synthesize(&self, input: &TaskInput) -> Result<Outcome, Failure> {
+        let i = match inputs(input) {
+            Ok(i) => i,
+            Err(e) => return Err(Failure::Infra(e)),
+        };
+        let Some(fixed_commit) = i.pr.fixed_commit.clone() else {
+            return Ok(Outcome::rejected("the PR has no fixed commit"));
+        };
+        let docker = self.docker.get_or_try_init(connect).await?.clone();
+        let work = tempfile::tempdir().map_err(|e| Failure::Infra(format!("no temporary directory: {e}")))?;
+        let fixed = work.path().join("fixed");
+        let (mirrors, repo, dest) = (self.mirrors.clone(), i.pr.repo.clone(), fixed.clone());
+        tokio::task::spawn_blocking(move || {
+            mirrors.open(&repo, &[&fixed_commit]).and_then(|m| m.materialize(&fixed_commit, &dest))
+        })
+        .await
+        .map_err(|e| Failure::Infra(format!("the git worker failed: {e}")))?
+        .map_err(|e| Failure::Infra(e.to_string()))?;
+
+        let file = test_file_name(&input.item.id);
+        let mut messages = self.first_messages(&i);
+        let mut history = Vec::new();
+        let mut last = reasons::UNPARSEABLE;
+        for attempt in 1..=self.max_attempts {
+            let (answer, _) = self
+                .llm
+                .chat(&self.llm.request(messages.clone()))
+                .await
+                .map_err(|e| Failure::Infra(e.to_string()))?;
+            input.meter.add(answer.usage);
+            messages.push(Message::assistant(answer.text.clone()));
+            let code = match test_code(&answer.text) {
+                Ok(code) => code,
+                Err(why) => {
+                    let miss = Miss { reason: reasons::UNPARSEABLE, problem: format!("{why}.") };
+                    history.push(json!({"attempt": attempt, "answer": answer.text, "result": miss.reason, "problem": miss.problem}));
+                    messages.push(self.feedback_message(&miss, None));
+                    last = miss.reason;
+                    continue;
+                }
+            };
+            let network = network_use(&code_only(&code), &i.packages);
+            if !network.is_empty() {
+                let miss = Miss {
+                    reason: reasons::NETWORK,
+                    problem: format!(
+                        "the test imports {}, but tests run with the network off. Test the code without a network.",
+                        network.join(", ")
+                    ),
+                };
+                history.push(
+                    json!({"attempt": attempt, "code": code, "result": miss.reason, "problem": miss.problem}),
+                );
+                messages.push(self.feedback_message(&miss, None));
+                last = miss.reason;
+                continue;
+            }
+            let (reviewed, after) = self.both(&docker, &i.image, &fixed, (&file, &code), 0).await?;
+            let mut record = json!({
+                "attempt": attempt,
+                "code": code,
+                "reviewed": run_record(&reviewed),
+                "fixed": run_record(&after),
+            });
+            let judged = match judge(&reviewed, &after, &i.packages) {
+                Ok(()) => {
+                    self.repeat(&docker, &i.image, &fixed, (&file, &code), &reviewed, &mut record).await?
+                }
+                Err(miss) => Err(miss),
+            };
+            match judged {
+                Ok(()) => {
+                    record["result"] = json!("accepted");
+                    history.push(record);
+                    let kind = test_kind(&code, &i.packages);
+                    return Ok(Outcome::Kept {
+                        output: json!({
+                            "test_file": file,
+                            "test": code,
+                            "kind": kind.kind,
+                            "kind_because": kind.because,
+                            "reviewed_verdict": reviewed.verdict,
+                            "attempts": attempt,
+                            "history": history,
+                        }),
+                    });
+                }
+                Err(miss) => {
+                    record["result"] = json!(miss.reason);
+                    record["problem"] = json!(miss.problem);
+                    history.push(record);
+                    last = miss.reason;
+                    // A test that fails and passes by chance is no oracle: final, no more tries.
+                    if miss.reason == reasons::FLAKY {
+                        break;
+                    }
+                    messages.push(self.feedback_message(&miss, Some((&reviewed, &after))));
+                }
+            }
+        }
+        Ok(Outcome::Rejected {
+            reason: last.to_string(),
+            detail: json!({"attempts": history.len(), "history": history}),
+        })
+    }
+
+    /// Runs both sides `repeats - 1` more times, each under another hash seed; every run must give
+    /// the first run's verdicts.
+    async fn repeat(
+        &self,
+        docker: &Docker,
+        image: &str,
+        fixed: &Path,
+        test: (&str, &str),
+        first: &TestRun,
+        record: &mut Value,
+    ) -> Result<Result<(), Miss>, Failure> {
+        let mut seen = Vec::new();
+        for seed in 1..self.repeats {
+            let (reviewed, after) = self.both(docker, image, fixed, test, seed).await?;
+            seen.push(json!([reviewed.verdict, after.verdict]));
+            if reviewed.verdict != first.verdict || after.verdict != Verdict::Passed {
+                record["repeats"] = Value::Array(seen);
+                return Ok(Err(Miss {
+                    reason: reasons::FLAKY,
+                    problem: format!(
+                        "the test is not deterministic: on a repeated run it ended as {} on BEFORE and {} on AFTER. Remove randomness, timing and order dependence.",
+                        verdict_name(&reviewed),
+                        verdict_name(&after)
+                    ),
+                }));
+            }
+        }
+        record["repeats"] = Value::Array(seen);
+        Ok(Ok(()))
+    }
+}
+
+/// The stage: the synthesis shared with every task's future, which must be 'static.
+struct TestSynthesis(Arc<Synthesis>);
+
+impl Stage for TestSynthesis {
+    fn run(&self, input: TaskInput) -> TaskFuture {
+        let this = self.0.clone();
+        Box::pin(async move {
+            match this.synthesize(&input).await {
+                Ok(outcome) => outcome,
+                Err(Failure::Infra(error)) => Outcome::Errored { error },
+            }
+        })
+    }
+}
