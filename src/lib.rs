@@ -4,11 +4,13 @@
 //!
 //! The crate is the library; `src/main.rs` only parses arguments and calls [`commands`].
 
+pub mod agent;
 pub mod commands;
 pub mod engine;
 pub mod environment;
 pub mod errors;
 pub mod exec;
+pub mod export;
 pub mod llm;
 pub mod repo;
 pub mod report;

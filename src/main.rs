@@ -56,6 +56,20 @@ enum Command {
         #[arg(long, value_enum, default_value_t = ReportFormat::Md)]
         format: ReportFormat,
     },
+    /// Write the finished benchmark as files: instances.jsonl, the tests, the Dockerfiles and
+    /// install scripts, and stats.json / stats.md (the paper's Table 4). The same state always
+    /// gives the same bytes.
+    Export {
+        pipeline: PathBuf,
+        /// Directory to write (replaced if it holds an earlier export).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// The stage whose kept comments make the benchmark (default: the last comment stage).
+        #[arg(long)]
+        stage: Option<String>,
+        #[command(flatten)]
+        select: Select,
+    },
     /// Check a pipeline and its source without running anything.
     Validate { pipeline: PathBuf },
     /// Measure a review_filter stage's prompt on its labelled gold set: precision, recall, F1 and
@@ -128,6 +142,9 @@ fn main() -> ExitCode {
         Command::Status { pipeline, select } => commands::status(&pipeline, &select.selection(false)),
         Command::Report { pipeline, select, format } => {
             commands::report(&pipeline, &select.selection(false), format)
+        }
+        Command::Export { pipeline, out, stage, select } => {
+            commands::export(&pipeline, &select.selection(false), &out, stage.as_deref())
         }
         Command::Validate { pipeline } => commands::validate(&pipeline),
         Command::Gold { pipeline, stage } => commands::gold(&pipeline, stage.as_deref()),

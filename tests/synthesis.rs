@@ -8,40 +8,10 @@ mod common;
 
 use std::collections::HashMap;
 
+use common::durations::*;
 use common::openai::{Reply, Server};
 use common::{Scratch, docker_or_skip, root, stderr};
 use serde_json::Value;
-
-fn fence(code: &str) -> Reply {
-    Reply::Answer(format!("Here is the test.\n```python\n{code}```\n"))
-}
-
-const BEHAVIOURAL: &str = "from durations import parse_duration\n\n\ndef test_fractions_are_rounded():\n    assert parse_duration(\"4.1m\") == 246\n    assert parse_duration(\"0.7d\") == 60480\n";
-const PASSES_BOTH: &str = "from durations import parse_duration\n\n\ndef test_hours():\n    assert parse_duration(\"1h\") == 3600\n";
-const STRUCTURAL: &str = "from durations import parse_duration\n\n\ndef test_docstring():\n    doc = parse_duration.__doc__ or \"\"\n    assert \"week\" in doc\n    assert \"round\" in doc\n";
-const SYNTAX: &str =
-    "from durations import parse_duration\n\ndef test_x(:\n    assert parse_duration('1.2.3h')\n";
-const NOWHERE: &str = "import durations_helpers\nfrom durations import parse_duration\n\n\ndef test_x():\n    assert parse_duration(\"4.1m\") == 246\n";
-// Right on the reviewed/fixed question, but it also asserts on a string hash: even under hash seed
-// 0 (the first run), odd under seeds 1 and 2 (the repeats).
-const FLAKY: &str = "from durations import parse_duration\n\n\ndef test_x():\n    assert parse_duration(\"4.1m\") == 246\n    assert hash(\"curate-0\") % 2 == 0\n";
-
-/// The sample's durations#3 record and its comments' texts, in order.
-fn durations3() -> (Value, Vec<String>) {
-    let record: Value = std::fs::read_to_string(root().join("sample/swe-care.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|r| r["instance_id"] == "curate-sample__durations-3")
-        .unwrap();
-    let texts = record["reference_review_comments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["text"].as_str().unwrap().to_string())
-        .collect();
-    (record, texts)
-}
 
 fn rows(s: &Scratch) -> HashMap<String, (String, Option<String>, Value)> {
     let db = rusqlite::Connection::open(s.path(".curate/syn/state.db")).unwrap();

@@ -1,4 +1,4 @@
-//! Commands that read and never run: `validate`, `graph`, `status`, `report`.
+//! Commands that read and never run: `validate`, `graph`, `status`, `report`, `export`.
 
 use std::path::Path;
 
@@ -9,7 +9,7 @@ use crate::engine::flow::Flow;
 use crate::engine::item::Scope;
 use crate::engine::pipeline::Pipeline;
 use crate::engine::{lock, store, walk};
-use crate::report;
+use crate::{export, report};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ReportFormat {
@@ -66,11 +66,51 @@ pub fn report(path: &Path, sel: &Selection, format: ReportFormat) -> Result<u8, 
     let flow = Flow::new(&loaded.pipeline, &loaded.data);
     let states = walk::walk(&flow, &records);
     let funnel = report::funnel::funnel(&flow, &states, &records, loaded.problems.len());
+    // Table 4 once tests exist: of the comments the last comment stage kept.
+    let stats = loaded
+        .pipeline
+        .stages
+        .iter()
+        .any(|s| s.kind == "test_synthesis")
+        .then(|| export::final_stage(&flow, None).ok())
+        .flatten()
+        .map(|last| export::assemble(&flow, &states, last).stats);
     match format {
-        ReportFormat::Md => print!("{}", funnel.to_markdown()),
+        ReportFormat::Md => {
+            print!("{}", funnel.to_markdown());
+            if let Some(stats) = &stats {
+                print!("\n## Benchmark statistics (Table 4)\n\n{}", stats.to_markdown());
+            }
+        }
         ReportFormat::Json => {
-            println!("{}", serde_json::to_string_pretty(&funnel).context("encoding the report")?)
+            let mut value = serde_json::to_value(&funnel).context("encoding the report")?;
+            if let (Some(stats), Some(map)) = (&stats, value.as_object_mut()) {
+                map.insert("stats".into(), serde_json::to_value(stats).context("encoding the report")?);
+            }
+            println!("{}", serde_json::to_string_pretty(&value).context("encoding the report")?)
         }
     }
+    Ok(exit::OK)
+}
+
+pub fn export(path: &Path, sel: &Selection, out: &Path, stage: Option<&str>) -> Result<u8, Failure> {
+    let loaded = load(path, sel)?;
+    let records = store::load(&loaded.state_dir).context("reading the state")?;
+    let flow = Flow::new(&loaded.pipeline, &loaded.data);
+    let states = walk::walk(&flow, &records);
+    let last = export::final_stage(&flow, stage).map_err(anyhow::Error::msg)?;
+    let funnel = report::funnel::funnel(&flow, &states, &records, loaded.problems.len());
+    if !funnel.complete {
+        eprintln!("warning: the run is incomplete (tasks errored or still to run); exporting what is done");
+    }
+    let bench = export::assemble(&flow, &states, last);
+    export::write(&bench, out).map_err(anyhow::Error::msg)?;
+    println!(
+        "exported {} instance(s) and {} test(s) from stage `{}` to {}",
+        bench.stats.instances,
+        bench.stats.tests.total,
+        loaded.pipeline.stages[last].id,
+        out.display()
+    );
     Ok(exit::OK)
 }

@@ -14,7 +14,7 @@ mod run;
 
 pub use gold::gold;
 pub use images::images_bootstrap;
-pub use inspect::{GraphFormat, ReportFormat, graph, report, status, validate};
+pub use inspect::{GraphFormat, ReportFormat, export, graph, report, status, validate};
 pub use run::{RunOptions, run};
 
 /// Exit codes, as documented in the README.

@@ -3,5 +3,6 @@
 
 pub mod align;
 pub mod mirror;
+pub mod workspace;
 
 pub use mirror::{Mirror, Mirrors, PathFate, RepoError, working_files};

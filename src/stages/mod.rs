@@ -17,6 +17,7 @@ use crate::errors::ConfigError;
 use crate::llm::{LlmSpec, Usage};
 use crate::repo::Mirrors;
 
+pub mod agent_validation;
 pub mod comment_context;
 pub mod environment;
 pub mod exec;
@@ -34,6 +35,7 @@ const REGISTRY: &[(&str, BuildFn)] = &[
     ("review_filter", review_filter::build),
     ("environment", environment::build_stage),
     ("test_synthesis", test_synthesis::build),
+    ("agent_validation", agent_validation::build),
 ];
 
 pub fn kinds() -> impl Iterator<Item = &'static str> {

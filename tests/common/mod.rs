@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod durations;
 pub mod openai;
 
 use std::path::{Path, PathBuf};

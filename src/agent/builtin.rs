@@ -1,0 +1,114 @@
+//! The built-in coding agent: the configured LLM reads the task and answers with search/replace
+//! edits, which are applied to the working copy; edits that cannot be applied are reported back, for
+//! at most `max_steps` answers. It stops as soon as an answer's edits all apply.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::edits::{apply, parse};
+use super::{Agent, AgentError, AgentFuture, AgentTask, PLACEHOLDERS, Revision};
+use crate::errors::ConfigError;
+use crate::llm::client::Llm;
+use crate::llm::prompt::Template;
+use crate::llm::{LlmSpec, Message};
+use crate::repo::workspace::working_diff;
+use crate::stages::{Meter, StageContext};
+
+/// Lines of the patch and of each file shown to the model.
+const CLIP_LINES: usize = 300;
+
+pub struct BuiltinAgent {
+    llm: Llm,
+    prompt: Template,
+    feedback: Template,
+    max_steps: u32,
+}
+
+fn template(ctx: &StageContext, key: &str, path: &Path, known: &[&str]) -> Result<Template, ConfigError> {
+    let full = ctx.dir.join(path);
+    let text = std::fs::read_to_string(&full)
+        .map_err(|e| ConfigError::new(key, format!("cannot read {}: {e}", full.display())))?;
+    Template::parse(&text, known).map_err(|e| ConfigError::new(key, e))
+}
+
+impl BuiltinAgent {
+    pub fn new(
+        ctx: &StageContext,
+        prompt: &Path,
+        feedback: &Path,
+        max_steps: u32,
+        llm: &LlmSpec,
+    ) -> Result<BuiltinAgent, ConfigError> {
+        if max_steps == 0 {
+            return Err(ConfigError::new("agent.max_steps", "must be at least 1"));
+        }
+        let settings = ctx.llm.merged(llm).settings();
+        Ok(BuiltinAgent {
+            llm: Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("agent.llm", e))?,
+            prompt: template(ctx, "agent.prompt", prompt, &PLACEHOLDERS)?,
+            feedback: template(ctx, "agent.feedback_prompt", feedback, &["errors"])?,
+            max_steps,
+        })
+    }
+
+    pub fn fingerprint(&self) -> Value {
+        self.llm.settings.fingerprint()
+    }
+
+    async fn work(
+        &self,
+        task: &AgentTask,
+        workdir: &Path,
+        attempt: u32,
+        meter: &Meter,
+    ) -> Result<Revision, AgentError> {
+        let mut messages = self.prompt.render(&task.values(CLIP_LINES));
+        let mut transcript = Vec::new();
+        for step in 1..=self.max_steps {
+            let mut request = self.llm.request(messages.clone());
+            // Another attempt samples differently; the first is the configured seed.
+            request.seed = request.seed.map(|s| s + i64::from(attempt) - 1);
+            let (answer, _) = self.llm.chat(&request).await.map_err(|e| AgentError::Infra(e.to_string()))?;
+            meter.add(answer.usage);
+            let (edits, mut errors) = parse(&answer.text);
+            if edits.is_empty() && errors.is_empty() {
+                errors.push("the answer has no edit blocks".into());
+            }
+            let mut applied = 0;
+            for edit in &edits {
+                match apply(workdir, edit) {
+                    Ok(()) => applied += 1,
+                    Err(e) => errors.push(e),
+                }
+            }
+            transcript
+                .push(json!({"step": step, "answer": answer.text, "applied": applied, "errors": errors}));
+            if errors.is_empty() {
+                break;
+            }
+            messages.push(Message::assistant(answer.text));
+            let values = std::collections::BTreeMap::from([(
+                "errors",
+                errors.iter().map(|e| format!("- {e}")).collect::<Vec<_>>().join("\n"),
+            )]);
+            if let Some(m) = self.feedback.render(&values).pop() {
+                messages.push(m);
+            }
+        }
+        let diff = working_diff(workdir).map_err(|e| AgentError::Infra(e.to_string()))?;
+        Ok(Revision { diff, transcript })
+    }
+}
+
+impl Agent for BuiltinAgent {
+    fn revise<'a>(
+        &'a self,
+        task: &'a AgentTask,
+        workdir: &'a Path,
+        attempt: u32,
+        meter: &'a Meter,
+    ) -> AgentFuture<'a> {
+        Box::pin(self.work(task, workdir, attempt, meter))
+    }
+}

@@ -1,0 +1,104 @@
+//! Any command-line coding agent (Claude Code, Codex, aider, mini-swe-agent) as a [`super::Agent`]:
+//! the task is written to a prompt file beside the working copy, the command runs with `sh -c` in
+//! the copy (`{prompt_file}` and `{workdir}` filled in, also given as `CURATE_PROMPT_FILE` and
+//! `CURATE_WORKDIR`), and the revision is whatever it changed there. It runs on this machine, as
+//! such agents need their own credentials and network; a command that cannot start or runs past
+//! its time limit is an infrastructure error, not a result.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::{Agent, AgentError, AgentFuture, AgentTask, PLACEHOLDERS, Revision};
+use crate::errors::ConfigError;
+use crate::exec::sandbox::truncate_middle;
+use crate::llm::prompt::Template;
+use crate::repo::workspace::working_diff;
+use crate::stages::{Meter, StageContext};
+
+const CLIP_LINES: usize = 2_000;
+const OUTPUT_LIMIT: usize = 16 * 1024;
+
+pub struct CommandAgent {
+    command: String,
+    prompt: Template,
+    timeout: Duration,
+}
+
+impl CommandAgent {
+    pub fn new(
+        ctx: &StageContext,
+        command: &str,
+        prompt: &Path,
+        timeout_secs: u64,
+    ) -> Result<CommandAgent, ConfigError> {
+        if command.trim().is_empty() {
+            return Err(ConfigError::new("agent.command", "is empty"));
+        }
+        let full = ctx.dir.join(prompt);
+        let text = std::fs::read_to_string(&full)
+            .map_err(|e| ConfigError::new("agent.prompt", format!("cannot read {}: {e}", full.display())))?;
+        let prompt =
+            Template::parse(&text, &PLACEHOLDERS).map_err(|e| ConfigError::new("agent.prompt", e))?;
+        Ok(CommandAgent { command: command.to_string(), prompt, timeout: Duration::from_secs(timeout_secs) })
+    }
+
+    async fn work(&self, task: &AgentTask, workdir: &Path) -> Result<Revision, AgentError> {
+        let infra = |what: &str, e: std::io::Error| AgentError::Infra(format!("{what}: {e}"));
+        let text: Vec<String> =
+            self.prompt.render(&task.values(CLIP_LINES)).into_iter().map(|m| m.content).collect();
+        // Beside the copy, not in it, so it is not part of the revision.
+        let prompt_file = workdir.with_extension("prompt.md");
+        std::fs::write(&prompt_file, text.join("\n\n")).map_err(|e| infra("writing the prompt file", e))?;
+        let command = self
+            .command
+            .replace("{prompt_file}", &prompt_file.to_string_lossy())
+            .replace("{workdir}", &workdir.to_string_lossy());
+        let child = tokio::process::Command::new("sh")
+            .arg("-c")
+            .arg(&command)
+            .current_dir(workdir)
+            .env("CURATE_PROMPT_FILE", &prompt_file)
+            .env("CURATE_WORKDIR", workdir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| infra(&format!("cannot start `{command}`"), e))?;
+        let output = match tokio::time::timeout(self.timeout, child.wait_with_output()).await {
+            Ok(done) => done.map_err(|e| infra(&format!("`{command}`"), e))?,
+            Err(_) => {
+                return Err(AgentError::Infra(format!(
+                    "`{command}` ran past its {} s limit and was killed",
+                    self.timeout.as_secs()
+                )));
+            }
+        };
+        let printed =
+            format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        let diff = working_diff(workdir).map_err(|e| AgentError::Infra(e.to_string()))?;
+        Ok(Revision {
+            diff,
+            transcript: vec![json!({
+                "command": command,
+                "exit_code": output.status.code(),
+                "output": truncate_middle(&printed, OUTPUT_LIMIT),
+            })],
+        })
+    }
+}
+
+impl Agent for CommandAgent {
+    fn revise<'a>(
+        &'a self,
+        task: &'a AgentTask,
+        workdir: &'a Path,
+        _attempt: u32,
+        _meter: &'a Meter,
+    ) -> AgentFuture<'a> {
+        Box::pin(self.work(task, workdir))
+    }
+}

@@ -1,0 +1,203 @@
+//! Search/replace edits, the form the built-in agent writes its changes in:
+//!
+//! ```text
+//! path/to/file.py
+//! <<<<<<< SEARCH
+//! lines as they are now
+//! =======
+//! lines as they should be
+//! >>>>>>> REPLACE
+//! ```
+//!
+//! An empty SEARCH part creates a new file. Each edit is applied to a working copy on its own, and
+//! one that cannot be (no path, a path outside the copy, text not found) is reported in words the
+//! model can act on.
+
+use std::path::Path;
+
+use crate::sources::record::check_repo_path;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edit {
+    pub path: String,
+    pub search: String,
+    pub replace: String,
+}
+
+const SEARCH: &str = "<<<<<<< SEARCH";
+const DIVIDER: &str = "=======";
+const REPLACE: &str = ">>>>>>> REPLACE";
+
+/// The path named on the line before a block: the last non-empty line that is not a fence,
+/// without backticks, `File:` or `#` in front.
+fn path_before(lines: &[&str]) -> Option<String> {
+    let line = lines.iter().rev().map(|l| l.trim()).find(|l| !l.is_empty() && !l.starts_with("```"))?;
+    let line = line.trim_start_matches('#').trim();
+    let line = line.strip_prefix("File:").or_else(|| line.strip_prefix("file:")).unwrap_or(line);
+    let path = line.trim().trim_matches('`').trim_matches('*').trim();
+    (!path.is_empty() && !path.contains(' ')).then(|| path.to_string())
+}
+
+/// Reads every edit block in `answer`; a block that is not complete is an error naming it.
+pub fn parse(answer: &str) -> (Vec<Edit>, Vec<String>) {
+    let lines: Vec<&str> = answer.lines().collect();
+    let (mut edits, mut errors) = (Vec::new(), Vec::new());
+    let mut i = 0;
+    let mut block = 0;
+    while i < lines.len() {
+        if lines[i].trim() != SEARCH {
+            i += 1;
+            continue;
+        }
+        block += 1;
+        let path = path_before(&lines[..i]);
+        let start = i + 1;
+        let divider = (start..lines.len()).find(|&j| lines[j].trim() == DIVIDER);
+        let end = divider.and_then(|d| (d + 1..lines.len()).find(|&j| lines[j].trim() == REPLACE));
+        let (Some(divider), Some(end)) = (divider, end) else {
+            errors.push(format!("edit {block} is not complete: it needs `{DIVIDER}` and `{REPLACE}` lines"));
+            break;
+        };
+        match path {
+            Some(path) => edits.push(Edit {
+                path,
+                search: join(&lines[start..divider]),
+                replace: join(&lines[divider + 1..end]),
+            }),
+            None => errors.push(format!("edit {block} names no file on the line before `{SEARCH}`")),
+        }
+        i = end + 1;
+    }
+    (edits, errors)
+}
+
+fn join(lines: &[&str]) -> String {
+    if lines.is_empty() { String::new() } else { format!("{}\n", lines.join("\n")) }
+}
+
+/// Applies one edit to the working copy in `root`.
+pub fn apply(root: &Path, edit: &Edit) -> Result<(), String> {
+    check_repo_path(&edit.path).map_err(|e| format!("`{}`: the path {e}", edit.path))?;
+    let file = root.join(&edit.path);
+    if edit.search.trim().is_empty() {
+        if file.exists() {
+            return Err(format!("`{}` exists already; give the lines to replace in SEARCH", edit.path));
+        }
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("`{}`: {e}", edit.path))?;
+        }
+        return std::fs::write(&file, &edit.replace).map_err(|e| format!("`{}`: {e}", edit.path));
+    }
+    let text = std::fs::read_to_string(&file)
+        .map_err(|_| format!("`{}` does not exist in the repository", edit.path))?;
+    // An exact match must start a line; otherwise the loose match re-indents.
+    let exact =
+        text.match_indices(&edit.search).map(|(at, _)| at).find(|&at| at == 0 || text[..at].ends_with('\n'));
+    let updated = match exact {
+        Some(at) => format!("{}{}{}", &text[..at], edit.replace, &text[at + edit.search.len()..]),
+        None => replace_loosely(&text, &edit.search, &edit.replace).ok_or_else(|| {
+            format!(
+                "the SEARCH text of the edit to `{}` is not in the file; copy the lines exactly as they are",
+                edit.path
+            )
+        })?,
+    };
+    std::fs::write(&file, updated).map_err(|e| format!("`{}`: {e}", edit.path))
+}
+
+/// Finds `search` line by line ignoring trailing spaces and a common change of indentation, and
+/// puts `replace` there re-indented the same way.
+fn replace_loosely(text: &str, search: &str, replace: &str) -> Option<String> {
+    let hay: Vec<&str> = text.lines().collect();
+    let needle: Vec<&str> = search.lines().collect();
+    if needle.is_empty() || needle.len() > hay.len() {
+        return None;
+    }
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    for at in 0..=hay.len() - needle.len() {
+        let window = &hay[at..at + needle.len()];
+        if !window.iter().zip(&needle).all(|(h, n)| h.trim() == n.trim()) {
+            continue;
+        }
+        let first = needle.iter().position(|l| !l.trim().is_empty()).unwrap_or(0);
+        let shift = indent(window[first]) as isize - indent(needle[first]) as isize;
+        let moved: Vec<String> = replace
+            .lines()
+            .map(|l| {
+                if l.trim().is_empty() {
+                    String::new()
+                } else if shift >= 0 {
+                    format!("{}{l}", " ".repeat(shift as usize))
+                } else {
+                    l.chars().skip((-shift) as usize).collect()
+                }
+            })
+            .collect();
+        let mut out: Vec<String> = hay[..at].iter().map(|s| s.to_string()).collect();
+        out.extend(moved);
+        out.extend(hay[at + needle.len()..].iter().map(|s| s.to_string()));
+        let mut joined = out.join("\n");
+        if text.ends_with('\n') {
+            joined.push('\n');
+        }
+        return Some(joined);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_are_read_with_their_paths() {
+        let answer = "I will round instead.\n\n`src/d.py`\n```python\n<<<<<<< SEARCH\n    return int(x)\n=======\n    return round(x)\n>>>>>>> REPLACE\n```\nFile: new.py\n<<<<<<< SEARCH\n=======\nA = 1\n>>>>>>> REPLACE\n";
+        let (edits, errors) = parse(answer);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            edits[0],
+            Edit {
+                path: "src/d.py".into(),
+                search: "    return int(x)\n".into(),
+                replace: "    return round(x)\n".into()
+            }
+        );
+        assert_eq!((edits[1].path.as_str(), edits[1].search.as_str()), ("new.py", ""));
+    }
+
+    #[test]
+    fn broken_blocks_are_reported() {
+        let (edits, errors) = parse("a.py\n<<<<<<< SEARCH\nx\n=======\ny\n");
+        assert!(edits.is_empty());
+        assert!(errors[0].contains("not complete"), "{errors:?}");
+        let (_, errors) = parse("<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n");
+        assert!(errors[0].contains("names no file"), "{errors:?}");
+    }
+
+    #[test]
+    fn edits_apply_exactly_loosely_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("d.py"), "def f(x):\n    return int(x)\n").unwrap();
+        let edit = |search: &str, replace: &str| Edit {
+            path: "d.py".into(),
+            search: search.into(),
+            replace: replace.into(),
+        };
+        apply(dir.path(), &edit("    return int(x)\n", "    return round(x)\n")).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("d.py")).unwrap(),
+            "def f(x):\n    return round(x)\n"
+        );
+        // Indented differently in the answer: found and re-indented.
+        apply(dir.path(), &edit("return round(x)\n", "y = round(x)\nreturn y\n")).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("d.py")).unwrap(),
+            "def f(x):\n    y = round(x)\n    return y\n"
+        );
+        assert!(apply(dir.path(), &edit("return nothing\n", "x\n")).unwrap_err().contains("not in the file"));
+        let outside = Edit { path: "../x.py".into(), search: String::new(), replace: "x\n".into() };
+        assert!(apply(dir.path(), &outside).is_err());
+        let missing = Edit { path: "nope.py".into(), search: "a\n".into(), replace: "b\n".into() };
+        assert!(apply(dir.path(), &missing).unwrap_err().contains("does not exist"));
+    }
+}

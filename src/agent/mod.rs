@@ -1,0 +1,178 @@
+//! Coding agents: given the patch under review, the relevant files and review comments, revise a
+//! working copy of the reviewed code. Validation (does the human comment lead the agent to a
+//! revision that passes the hidden test?) and evaluation (does a review tool's comment?) both use
+//! one [`Agent`]. The agent never sees the synthesized test or the fixed commit: it works on a
+//! history-free copy ([`crate::repo::workspace`]) and its revision is whatever it changed there.
+//!
+//! - [`builtin`]: driven by the configured LLM, writing search/replace [`edits`];
+//! - [`command`]: any command-line agent (Claude Code, Codex, aider, mini-swe-agent) run on the copy.
+
+pub mod builtin;
+pub mod command;
+pub mod edits;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::errors::ConfigError;
+use crate::llm::LlmSpec;
+use crate::stages::{Meter, StageContext};
+
+/// One review comment for the agent to address.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReviewNote {
+    pub path: Option<String>,
+    pub line: Option<u64>,
+    pub body: String,
+}
+
+/// What the agent is told.
+#[derive(Debug, Clone)]
+pub struct AgentTask {
+    pub pr_title: String,
+    /// The diff under review.
+    pub patch: String,
+    pub review: Vec<ReviewNote>,
+    /// Files worth reading, at the reviewed state: path and text.
+    pub files: Vec<(String, String)>,
+}
+
+impl AgentTask {
+    /// The task as the fields of a prompt template.
+    pub fn values(&self, clip_lines: usize) -> BTreeMap<&'static str, String> {
+        let review = self
+            .review
+            .iter()
+            .map(|n| match (&n.path, n.line) {
+                (Some(p), Some(l)) => format!("- {p}, line {l}: {}", n.body.trim()),
+                (Some(p), None) => format!("- {p}: {}", n.body.trim()),
+                _ => format!("- {}", n.body.trim()),
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let files = self
+            .files
+            .iter()
+            .map(|(path, text)| format!("{path}:\n```python\n{}\n```", clip_head(text, clip_lines)))
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        BTreeMap::from([
+            ("pr_title", self.pr_title.clone()),
+            ("patch", clip_head(&self.patch, clip_lines)),
+            ("review", review),
+            ("files", files),
+        ])
+    }
+}
+
+/// The placeholders an agent's prompt may use.
+pub const PLACEHOLDERS: [&str; 4] = ["pr_title", "patch", "review", "files"];
+
+fn clip_head(text: &str, max: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() <= max {
+        return text.trim_end().to_string();
+    }
+    format!("{}\n… {} more lines not shown", lines[..max].join("\n"), lines.len() - max)
+}
+
+/// What the agent did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Revision {
+    /// `git diff` of the working copy against the reviewed code; empty when nothing changed.
+    pub diff: String,
+    /// What was said and done, step by step, for the record.
+    pub transcript: Vec<Value>,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AgentError {
+    /// The agent could not be run at all (model server down, command missing): not the agent's
+    /// answer, so the task errors and runs again.
+    #[error("{0}")]
+    Infra(String),
+}
+
+pub type AgentFuture<'a> = Pin<Box<dyn Future<Output = Result<Revision, AgentError>> + Send + 'a>>;
+
+pub trait Agent: Send + Sync {
+    /// Revises the working copy in `workdir`. `attempt` counts from 1; an agent may vary with it
+    /// (the built-in agent changes its sampling seed).
+    fn revise<'a>(
+        &'a self,
+        task: &'a AgentTask,
+        workdir: &'a Path,
+        attempt: u32,
+        meter: &'a Meter,
+    ) -> AgentFuture<'a>;
+}
+
+/// An agent as a pipeline names it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum AgentConfig {
+    Builtin {
+        /// The task prompt.
+        prompt: PathBuf,
+        /// The message that reports edits that could not be applied.
+        feedback_prompt: PathBuf,
+        /// Model answers at most, the first included.
+        #[serde(default = "default_steps")]
+        max_steps: u32,
+        #[serde(default)]
+        llm: LlmSpec,
+    },
+    Command {
+        /// Run with `sh -c` in the working copy; `{prompt_file}` and `{workdir}` are filled in.
+        command: String,
+        /// The task text written to the prompt file.
+        prompt: PathBuf,
+        #[serde(default = "default_command_timeout")]
+        timeout_secs: u64,
+    },
+}
+
+fn default_steps() -> u32 {
+    3
+}
+fn default_command_timeout() -> u64 {
+    900
+}
+
+/// A built agent, and what of its config the engine hashes into task keys.
+pub struct BuiltAgent {
+    pub agent: Arc<dyn Agent>,
+    pub files: Vec<String>,
+    pub fingerprint: Value,
+}
+
+impl AgentConfig {
+    pub fn build(&self, ctx: &StageContext) -> Result<BuiltAgent, ConfigError> {
+        match self {
+            AgentConfig::Builtin { prompt, feedback_prompt, max_steps, llm } => {
+                let agent = builtin::BuiltinAgent::new(ctx, prompt, feedback_prompt, *max_steps, llm)?;
+                let fingerprint = agent.fingerprint();
+                Ok(BuiltAgent {
+                    agent: Arc::new(agent),
+                    files: vec![path_text(prompt), path_text(feedback_prompt)],
+                    fingerprint,
+                })
+            }
+            AgentConfig::Command { command, prompt, timeout_secs } => Ok(BuiltAgent {
+                agent: Arc::new(command::CommandAgent::new(ctx, command, prompt, *timeout_secs)?),
+                files: vec![path_text(prompt)],
+                fingerprint: Value::Null,
+            }),
+        }
+    }
+}
+
+fn path_text(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}

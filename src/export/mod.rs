@@ -1,0 +1,194 @@
+//! The finished benchmark as files someone else can use without curate's state: `instances.jsonl`
+//! (each PR with its patch, its comments, their categories, tests and test kinds, and how to
+//! rebuild its environment), the tests, the Dockerfiles and install scripts, and the statistics
+//! (the paper's Table 4) as `stats.json` and `stats.md`. The same state always gives the same bytes:
+//! everything is ordered, and nothing depends on the time or the machine.
+
+pub mod stats;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::engine::flow::{Flow, TaskState};
+use crate::engine::item::Scope;
+use crate::sources::record::{PullRequest, ReviewComment};
+use stats::{InstanceFacts, Stats, modified_lines};
+
+/// Relative path to contents, in the order they are written.
+pub struct Benchmark {
+    pub files: BTreeMap<String, Vec<u8>>,
+    pub stats: Stats,
+}
+
+/// A name safe as one path component.
+fn dir_name(id: &str) -> String {
+    id.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect()
+}
+
+/// The kept output of the first stage of `kind` for item `x`.
+fn output_of<'a>(flow: &Flow, states: &'a [Vec<TaskState>], kind: &str, x: usize) -> Option<&'a Value> {
+    flow.pipeline.stages.iter().enumerate().filter(|(_, s)| s.kind == kind).find_map(|(s, _)| {
+        match &states[s][x] {
+            TaskState::Kept { output, .. } => Some(output.as_ref()),
+            _ => None,
+        }
+    })
+}
+
+/// The stage whose kept comments make the benchmark: `id`, or the last comment stage.
+pub fn final_stage(flow: &Flow, id: Option<&str>) -> Result<usize, String> {
+    let stages = &flow.pipeline.stages;
+    match id {
+        Some(id) => stages.iter().position(|s| &*s.id == id).ok_or_else(|| {
+            let ids: Vec<&str> = stages.iter().map(|s| &*s.id).collect();
+            format!("no stage `{id}`; the stages are: {}", ids.join(", "))
+        }),
+        None => stages
+            .iter()
+            .rposition(|s| s.scope == Scope::Comment)
+            .ok_or_else(|| "the pipeline has no comment stage to export the kept comments of".into()),
+    }
+}
+
+fn text(v: Option<&Value>, key: &str) -> Value {
+    v.and_then(|v| v.get(key)).cloned().unwrap_or(Value::Null)
+}
+
+/// Assembles the benchmark from the comments `last` kept.
+pub fn assemble(flow: &Flow, states: &[Vec<TaskState>], last: usize) -> Benchmark {
+    let data = flow.data;
+    let mut files = BTreeMap::new();
+    let mut lines = String::new();
+    let mut facts = Vec::new();
+    for (p, item) in data.items.iter().enumerate() {
+        if item.scope != Scope::Pr {
+            continue;
+        }
+        let kept: Vec<usize> = data.comments[p]
+            .iter()
+            .copied()
+            .filter(|&c| matches!(states[last][c], TaskState::Kept { .. }))
+            .collect();
+        if kept.is_empty() {
+            continue;
+        }
+        let Ok(pr) = serde_json::from_value::<PullRequest>(item.data.clone()) else { continue };
+        let dir = dir_name(&item.id);
+        let env = output_of(flow, states, "environment", p);
+        let mut environment = json!({
+            "image": text(env, "image"),
+            "python": text(env, "python"),
+            "suite": text(env, "suite"),
+            "pinned_to": text(env, "pinned_to"),
+        });
+        if let Some(env) = env {
+            let mut put = |name: &str, contents: &Value| -> Value {
+                match contents.as_str() {
+                    Some(s) => {
+                        let path = format!("environments/{dir}/{name}");
+                        files.insert(path.clone(), s.as_bytes().to_vec());
+                        Value::String(path)
+                    }
+                    None => Value::Null,
+                }
+            };
+            environment["dockerfiles"] = json!({
+                "tools": put("Dockerfile.tools", &env["dockerfiles"]["tools"]),
+                "deps": put("Dockerfile.deps", &env["dockerfiles"]["deps"]),
+                "instance": put("Dockerfile.instance", &env["dockerfiles"]["instance"]),
+            });
+            environment["install_script"] = put("install.sh", &env["install_script"]);
+            environment["requirements"] = put("requirements.txt", &env["requirements"]);
+        }
+        let mut comments = Vec::new();
+        let mut tests = Vec::new();
+        for &c in &kept {
+            let Ok(comment) = serde_json::from_value::<ReviewComment>(data.items[c].data.clone()) else {
+                continue;
+            };
+            let synthesis = output_of(flow, states, "test_synthesis", c);
+            let filter = output_of(flow, states, "review_filter", c);
+            let test_path =
+                synthesis.and_then(|s| s["test_file"].as_str()).map(|f| format!("tests/{dir}/{f}"));
+            let test = synthesis.and_then(|s| s["test"].as_str()).unwrap_or_default();
+            if let Some(path) = &test_path {
+                files.insert(path.clone(), test.as_bytes().to_vec());
+                let kind = synthesis.and_then(|s| s["kind"].as_str()).unwrap_or("structural").to_string();
+                let attempts = synthesis.and_then(|s| s["attempts"].as_u64()).unwrap_or(1);
+                tests.push((kind, test.lines().count(), attempts));
+            }
+            comments.push(json!({
+                "id": data.items[c].id,
+                "text": comment.text,
+                "path": comment.path,
+                "line": comment.line,
+                "category": text(filter, "category"),
+                "test_path": test_path,
+                "kind": text(synthesis, "kind"),
+            }));
+        }
+        let patch = pr.patch.clone().unwrap_or_default();
+        facts.push(InstanceFacts { repo: pr.repo.clone(), modified_lines: modified_lines(&patch), tests });
+        let instance = json!({
+            "instance_id": item.id,
+            "repo": pr.repo,
+            "pull_number": pr.number,
+            "title": pr.title,
+            "body": pr.body,
+            "created_at": pr.created_at,
+            "base_commit": pr.base_commit,
+            "head_commit": pr.head_commit,
+            "fixed_commit": pr.fixed_commit,
+            "patch": patch,
+            "modified_lines": modified_lines(&patch),
+            "comments": comments,
+            "environment": environment,
+        });
+        lines.push_str(&instance.to_string());
+        lines.push('\n');
+    }
+    let stats = stats::stats(&facts);
+    files.insert("instances.jsonl".into(), lines.into_bytes());
+    let mut json = serde_json::to_string_pretty(&stats).unwrap_or_default();
+    json.push('\n');
+    files.insert("stats.json".into(), json.into_bytes());
+    files
+        .insert("stats.md".into(), format!("# Benchmark statistics\n\n{}", stats.to_markdown()).into_bytes());
+    Benchmark { files, stats }
+}
+
+/// The marker that says a directory holds an export, so a later export may replace it.
+const MARKER: &str = "instances.jsonl";
+
+/// Writes the benchmark to `out`, replacing an earlier export there. A directory that holds
+/// anything else is left alone.
+pub fn write(bench: &Benchmark, out: &Path) -> Result<(), String> {
+    let io = |what: &str, e: std::io::Error| format!("{what} {}: {e}", out.display());
+    if out.exists() {
+        let empty = std::fs::read_dir(out).map_err(|e| io("reading", e))?.next().is_none();
+        if !empty && !out.join(MARKER).exists() {
+            return Err(format!(
+                "{} exists and is not an earlier export (no {MARKER}); choose another --out",
+                out.display()
+            ));
+        }
+    }
+    // Written beside it, then swapped in, so a failure never leaves half an export.
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| io("creating the parent of", e))?;
+    let staging = tempfile::tempdir_in(parent).map_err(|e| io("staging beside", e))?;
+    for (rel, bytes) in &bench.files {
+        let path = staging.path().join(rel);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| io("writing", e))?;
+        }
+        std::fs::write(&path, bytes).map_err(|e| io("writing", e))?;
+    }
+    if out.exists() {
+        std::fs::remove_dir_all(out).map_err(|e| io("replacing", e))?;
+    }
+    let staged = staging.keep();
+    std::fs::rename(&staged, out).map_err(|e| io("moving the export to", e))
+}

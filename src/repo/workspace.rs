@@ -1,0 +1,111 @@
+//! A working copy for a coding agent: the files of one commit in a fresh git repository whose only
+//! commit is that state, so the agent cannot find the fix in the history, and the revision it makes
+//! is `git diff` against that commit (new files included).
+
+use std::path::Path;
+
+use git2::{DiffFormat, DiffOptions, IndexAddOption, Repository, Signature, Time};
+
+use super::mirror::{Mirror, RepoError};
+
+fn git(dir: &Path, e: git2::Error) -> RepoError {
+    RepoError::Git { repo: dir.display().to_string(), error: e.message().to_string() }
+}
+
+impl Mirror {
+    /// Writes the files of `commit` into `dest` (created if needed), without any `.git`.
+    pub fn export_tree(&self, commit: &str, dest: &Path) -> Result<(), RepoError> {
+        let repo = Repository::open_bare(self.path()).map_err(|e| git(self.path(), e))?;
+        let oid =
+            repo.revparse_single(commit).and_then(|o| o.peel_to_commit()).map_err(|e| git(dest, e))?.id();
+        let tree = repo.find_commit(oid).and_then(|c| c.tree()).map_err(|e| git(dest, e))?;
+        let io = |error| RepoError::Io { dir: dest.to_path_buf(), error };
+        std::fs::create_dir_all(dest).map_err(io)?;
+        let mut failure = None;
+        tree.walk(git2::TreeWalkMode::PreOrder, |root, entry| {
+            let rel = format!("{root}{}", entry.name().unwrap_or(""));
+            let target = dest.join(&rel);
+            let done = match entry.kind() {
+                Some(git2::ObjectType::Tree) => std::fs::create_dir_all(&target),
+                Some(git2::ObjectType::Blob) => match repo.find_blob(entry.id()) {
+                    Ok(blob) => write_file(&target, blob.content(), entry.filemode()),
+                    Err(e) => Err(std::io::Error::other(e.message().to_string())),
+                },
+                _ => Ok(()), // submodules are not part of the working copy
+            };
+            match done {
+                Ok(()) => git2::TreeWalkResult::Ok,
+                Err(e) => {
+                    failure = Some(e);
+                    git2::TreeWalkResult::Abort
+                }
+            }
+        })
+        .map_err(|e| git(dest, e))?;
+        failure.map_or(Ok(()), |e| Err(io(e)))
+    }
+}
+
+fn write_file(path: &Path, bytes: &[u8], mode: i32) -> std::io::Result<()> {
+    std::fs::write(path, bytes)?;
+    #[cfg(unix)]
+    if mode == 0o100755 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
+    }
+    Ok(())
+}
+
+/// Makes `dir` a git repository with one commit holding everything in it.
+pub fn init_baseline(dir: &Path) -> Result<(), RepoError> {
+    let repo = Repository::init(dir).map_err(|e| git(dir, e))?;
+    let mut index = repo.index().map_err(|e| git(dir, e))?;
+    index.add_all(["*"], IndexAddOption::FORCE, None).map_err(|e| git(dir, e))?;
+    index.write().map_err(|e| git(dir, e))?;
+    let tree_id = index.write_tree().map_err(|e| git(dir, e))?;
+    let tree = repo.find_tree(tree_id).map_err(|e| git(dir, e))?;
+    // A fixed author and time: the same files give the same commit.
+    let who = Signature::new("curate", "curate@localhost", &Time::new(0, 0)).map_err(|e| git(dir, e))?;
+    repo.commit(Some("HEAD"), &who, &who, "the code under review", &tree, &[]).map_err(|e| git(dir, e))?;
+    Ok(())
+}
+
+/// What changed in `dir` since its baseline commit, as a unified diff; new files included.
+pub fn working_diff(dir: &Path) -> Result<String, RepoError> {
+    let repo = Repository::open(dir).map_err(|e| git(dir, e))?;
+    let head = repo.head().and_then(|h| h.peel_to_tree()).map_err(|e| git(dir, e))?;
+    let mut options = DiffOptions::new();
+    options.include_untracked(true).recurse_untracked_dirs(true).show_untracked_content(true);
+    let diff = repo.diff_tree_to_workdir(Some(&head), Some(&mut options)).map_err(|e| git(dir, e))?;
+    let mut out = Vec::new();
+    diff.print(DiffFormat::Patch, |_, _, line| {
+        if matches!(line.origin(), '+' | '-' | ' ') {
+            out.push(line.origin() as u8);
+        }
+        out.extend_from_slice(line.content());
+        true
+    })
+    .map_err(|e| git(dir, e))?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_diff_shows_edits_and_new_files_against_the_baseline() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.py"), "x = 1\n").unwrap();
+        std::fs::create_dir(dir.path().join("pkg")).unwrap();
+        std::fs::write(dir.path().join("pkg/b.py"), "y = 2\n").unwrap();
+        init_baseline(dir.path()).unwrap();
+        assert_eq!(working_diff(dir.path()).unwrap(), "");
+        std::fs::write(dir.path().join("a.py"), "x = 3\n").unwrap();
+        std::fs::write(dir.path().join("pkg/c.py"), "z = 4\n").unwrap();
+        let diff = working_diff(dir.path()).unwrap();
+        assert!(diff.contains("-x = 1\n+x = 3\n"), "{diff}");
+        assert!(diff.contains("+++ b/pkg/c.py") && diff.contains("+z = 4"), "{diff}");
+        assert!(!diff.contains("pkg/b.py"), "unchanged files are not in the diff: {diff}");
+    }
+}

@@ -1,0 +1,38 @@
+//! The sample's durations#3 as a fixture for the synthesis and validation tests: its record, and
+//! scripted model answers that behave in known ways on its reviewed and fixed commits.
+
+use serde_json::Value;
+
+use super::openai::Reply;
+use super::root;
+
+pub fn fence(code: &str) -> Reply {
+    Reply::Answer(format!("Here is the test.\n```python\n{code}```\n"))
+}
+
+pub const BEHAVIOURAL: &str = "from durations import parse_duration\n\n\ndef test_fractions_are_rounded():\n    assert parse_duration(\"4.1m\") == 246\n    assert parse_duration(\"0.7d\") == 60480\n";
+pub const PASSES_BOTH: &str = "from durations import parse_duration\n\n\ndef test_hours():\n    assert parse_duration(\"1h\") == 3600\n";
+pub const STRUCTURAL: &str = "from durations import parse_duration\n\n\ndef test_docstring():\n    doc = parse_duration.__doc__ or \"\"\n    assert \"week\" in doc\n    assert \"round\" in doc\n";
+pub const SYNTAX: &str =
+    "from durations import parse_duration\n\ndef test_x(:\n    assert parse_duration('1.2.3h')\n";
+pub const NOWHERE: &str = "import durations_helpers\nfrom durations import parse_duration\n\n\ndef test_x():\n    assert parse_duration(\"4.1m\") == 246\n";
+// Right on the reviewed/fixed question, but it also asserts on a string hash: even under hash seed
+// 0 (the first run), odd under seeds 1 and 2 (the repeats).
+pub const FLAKY: &str = "from durations import parse_duration\n\n\ndef test_x():\n    assert parse_duration(\"4.1m\") == 246\n    assert hash(\"curate-0\") % 2 == 0\n";
+
+/// The sample's durations#3 record and its comments' texts, in order.
+pub fn durations3() -> (Value, Vec<String>) {
+    let record: Value = std::fs::read_to_string(root().join("sample/swe-care.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|r| r["instance_id"] == "curate-sample__durations-3")
+        .unwrap();
+    let texts = record["reference_review_comments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["text"].as_str().unwrap().to_string())
+        .collect();
+    (record, texts)
+}

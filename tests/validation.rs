@@ -1,0 +1,214 @@
+//! The agent_validation stage against the real Docker daemon on the sample's durations#3: the
+//! built-in agent with a scripted model (an edit that makes the hidden test pass; a malformed edit,
+//! then one that does not pass, after an attempt that changed nothing), and a command-line agent
+//! that must find a history-free copy with its prompt file beside it. Then `curate export` on the
+//! result, twice, byte for byte. Skips loudly without Docker; fails under CURATE_REQUIRE_DOCKER=1.
+
+mod common;
+
+use std::collections::HashMap;
+use std::process::Command;
+
+use common::durations::*;
+use common::openai::{Reply, Server};
+use common::{Scratch, docker_or_skip, root, stderr};
+use serde_json::Value;
+
+/// The fix of comment 1, as search/replace edits.
+const ROUNDING_EDIT: &str = "src/durations/__init__.py\n<<<<<<< SEARCH\n    return sum(\n        int(float(number) * _UNITS[unit]) for number, unit in _TOKEN.findall(text)\n    )\n=======\n    total = sum(float(number) * _UNITS[unit] for number, unit in _TOKEN.findall(text))\n    return round(total)\n>>>>>>> REPLACE\n";
+/// Adds the unit but not the word "week": comment 3's test still fails.
+const HALF_DOC_EDIT: &str = "src/durations/__init__.py\n<<<<<<< SEARCH\n    Units are ``d``, ``h``, ``m`` and ``s``.  They may come in any order and\n=======\n    Units are ``w``, ``d``, ``h``, ``m`` and ``s``.  They may come in any order and\n>>>>>>> REPLACE\n";
+const MISSING_EDIT: &str = "src/durations/__init__.py\n<<<<<<< SEARCH\n    return nothing_like_this\n=======\n    return 0\n>>>>>>> REPLACE\n";
+
+fn rows(s: &Scratch, stage: &str) -> HashMap<String, (String, Option<String>, Value)> {
+    let db = rusqlite::Connection::open(s.path(".curate/val/state.db")).unwrap();
+    let mut stmt = db.prepare("SELECT item, state, message, output FROM tasks WHERE stage = ?1").unwrap();
+    stmt.query_map([stage], |r| {
+        let out: Option<String> = r.get(3)?;
+        Ok((
+            r.get::<_, String>(0)?,
+            (
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<String>>(2)?,
+                out.map_or(Value::Null, |o| serde_json::from_str(&o).unwrap()),
+            ),
+        ))
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
+fn tree_of(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = walk(dir)
+        .into_iter()
+        .map(|p| (p.strip_prefix(dir).unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
+        .collect();
+    files.sort();
+    files
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() { out.extend(walk(&p)) } else { out.push(p) }
+    }
+    out
+}
+
+#[test]
+fn an_agent_guided_by_the_comment_must_make_the_hidden_test_pass() {
+    if !docker_or_skip("the validation test") {
+        return;
+    }
+    let (record, texts) = durations3();
+    let keys: Vec<String> = texts.iter().map(|t| t.chars().take(60).collect()).collect();
+    let server = Server::responding(move |body| {
+        let messages = body["messages"].as_array().unwrap();
+        let system = messages[0]["content"].as_str().unwrap_or("");
+        let first_user = messages.iter().find(|m| m["role"] == "user").unwrap()["content"].as_str().unwrap();
+        let step = messages.iter().filter(|m| m["role"] == "assistant").count();
+        let Some(c) = keys.iter().position(|k| first_user.contains(k.as_str())) else {
+            return Reply::Status(500, vec![], "no such comment in the script".into());
+        };
+        if !system.contains("software engineer") {
+            // Test synthesis: comments 1 and 3 get their tests; the rest get no test.
+            return match c {
+                0 => fence(BEHAVIOURAL),
+                2 => fence(STRUCTURAL),
+                _ => Reply::Answer("I cannot write a test for this.".into()),
+            };
+        }
+        let hidden = ["test_fractions_are_rounded", "test_docstring"];
+        assert!(!hidden.iter().any(|t| first_user.contains(t)), "the agent never sees the test");
+        let attempt = body["seed"].as_i64().unwrap() - 6;
+        Reply::Answer(match (c, attempt, step) {
+            (0, _, _) => ROUNDING_EDIT.into(),
+            (2, 1, _) => "The code looks fine to me.".into(),
+            (2, _, 0) => MISSING_EDIT.into(),
+            (2, _, _) => HALF_DOC_EDIT.into(),
+            _ => "nothing".into(),
+        })
+    });
+
+    let s = Scratch::new();
+    let mirrors = s.sample_mirrors();
+    s.write("one.jsonl", &format!("{record}\n"));
+    // The command agent's "fix": the fixed file, from outside the copy it is given.
+    let fixed = Command::new("git")
+        .args(["--git-dir", mirrors.join("curate-sample/durations.git").to_str().unwrap(), "show"])
+        .arg(format!("{}:src/durations/__init__.py", record["merged_commit"].as_str().unwrap()))
+        .output()
+        .unwrap();
+    s.write("fixed_init.py", &String::from_utf8(fixed.stdout).unwrap());
+    let prompts = root().join("prompts");
+    s.write(
+        "p.yaml",
+        &format!(
+            "name: val
+source: {{kind: swe-care, path: one.jsonl}}
+defaults:
+  cache: cache
+  repos: {{url: '{mirrors}/{{repo}}.git'}}
+  llm: {{base_url: '{url}', max_retries: 0}}
+  concurrency: {{docker: 1, llm: 2}}
+stages:
+  - id: context
+    kind: comment_context
+  - id: environment
+    kind: environment
+    needs: context
+  - id: tests
+    kind: test_synthesis
+    needs: [context, environment]
+    prompt: {prompts}/test_synthesis.md
+    feedback_prompt: {prompts}/test_synthesis_feedback.md
+    repeats: 1
+  - id: validate
+    kind: agent_validation
+    title: Validation with Coding Agents (Final)
+    needs: [tests, context, environment]
+    attempts: 2
+    agent:
+      kind: builtin
+      prompt: {prompts}/agent.md
+      feedback_prompt: {prompts}/agent_feedback.md
+      max_steps: 2
+  - id: by_command
+    kind: agent_validation
+    needs: [tests, context, environment]
+    attempts: 1
+    agent:
+      kind: command
+      prompt: {prompts}/agent_task.md
+      command: >-
+        grep -q 'The reviewer asks' {{prompt_file}}
+        && test \"$(git rev-list --all | wc -l)\" = 1
+        && cp {scratch}/fixed_init.py src/durations/__init__.py
+",
+            mirrors = mirrors.display(),
+            url = server.base_url,
+            prompts = prompts.display(),
+            scratch = s.dir.path().display(),
+        ),
+    );
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let id = |n: usize| format!("curate-sample__durations-3#{n}");
+
+    let built_in = rows(&s, "validate");
+    assert_eq!(built_in.len(), 2, "only comments with an accepted test are validated: {built_in:?}");
+    let (state, _, c1) = &built_in[&id(1)];
+    assert_eq!(state, "kept", "{c1}");
+    assert_eq!(c1["attempts"], 1);
+    assert!(c1["patch"].as_str().unwrap().contains("+    return round(total)"), "{c1}");
+
+    let (state, reason, c3) = &built_in[&id(3)];
+    assert_eq!(
+        (state.as_str(), reason.as_deref()),
+        ("rejected", Some("the agent's revision did not pass the test")),
+        "{c3}"
+    );
+    let h = c3["history"].as_array().unwrap();
+    assert_eq!(h[0]["result"], "the agent changed nothing");
+    assert_eq!(h[1]["test"]["verdict"], "assertion");
+    let steps = h[1]["transcript"].as_array().unwrap();
+    assert!(steps[0]["errors"][0].as_str().unwrap().contains("not in the file"), "{steps:?}");
+    assert_eq!(steps[1]["applied"], 1);
+
+    let by_command = rows(&s, "by_command");
+    for n in [1, 3] {
+        let (state, _, out) = &by_command[&id(n)];
+        assert_eq!(state, "kept", "c{n}: {out}");
+        assert!(out["patch"].as_str().unwrap().contains("+    return round(total)"), "{out}");
+    }
+
+    // The funnel's final row.
+    let report = s.curate(&["report", "p.yaml"]);
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(text.contains("| Validation with Coding Agents (Final) | 1 | 1 | 1 | 0 | 0 |"), "{text}");
+
+    // The benchmark as files, the same bytes every time.
+    let first = s.curate(&["export", "p.yaml", "--out", "bench1", "--stage", "validate"]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let second = s.curate(&["export", "p.yaml", "--out", "bench2", "--stage", "validate"]);
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    let (a, b) = (tree_of(&s.path("bench1")), tree_of(&s.path("bench2")));
+    assert_eq!(a, b, "export is byte-identical");
+    let instances: Vec<Value> =
+        s.read("bench1/instances.jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(instances.len(), 1);
+    let comments = instances[0]["comments"].as_array().unwrap();
+    assert_eq!(comments.len(), 1, "the comments the chosen stage kept");
+    let test_path = comments[0]["test_path"].as_str().unwrap();
+    assert_eq!(s.read(&format!("bench1/{test_path}")), BEHAVIOURAL);
+    assert_eq!(comments[0]["kind"], "behavioural");
+    let dockerfile = instances[0]["environment"]["dockerfiles"]["instance"].as_str().unwrap();
+    assert!(s.path(&format!("bench1/{dockerfile}")).exists(), "{dockerfile}");
+    let stats: Value = serde_json::from_str(&s.read("bench1/stats.json")).unwrap();
+    assert_eq!(stats["instances"], 1);
+    assert_eq!(stats["tests"]["total"], 1);
+    assert_eq!(stats["tests"]["behavioural"], 1);
+    assert!(s.read("bench1/stats.md").contains("| Instances (PRs) | 1 |"));
+}
