@@ -74,6 +74,23 @@ impl AgentTask {
 /// The placeholders an agent's prompt may use.
 pub const PLACEHOLDERS: [&str; 4] = ["pr_title", "patch", "review", "files"];
 
+/// The sections of a unified diff that touch `path` (on either side); the whole diff when none do.
+pub fn file_patch(patch: &str, path: &str) -> String {
+    let mut out = String::new();
+    let mut keep = false;
+    for line in patch.split_inclusive('\n') {
+        if let Some(header) = line.strip_prefix("diff --git ") {
+            keep = header
+                .split_whitespace()
+                .any(|side| side.strip_prefix("a/").or_else(|| side.strip_prefix("b/")) == Some(path));
+        }
+        if keep {
+            out.push_str(line);
+        }
+    }
+    if out.is_empty() { patch.to_string() } else { out }
+}
+
 fn clip_head(text: &str, max: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     if lines.len() <= max {
@@ -175,4 +192,19 @@ impl AgentConfig {
 
 fn path_text(p: &Path) -> String {
     p.to_string_lossy().into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_files_sections_are_cut_from_a_patch() {
+        let patch = "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\ndiff --git a/y.py b/y.py\n--- a/y.py\n+++ b/y.py\n@@ -1 +1 @@\n-c\n+d\n";
+        assert_eq!(
+            file_patch(patch, "y.py"),
+            "diff --git a/y.py b/y.py\n--- a/y.py\n+++ b/y.py\n@@ -1 +1 @@\n-c\n+d\n"
+        );
+        assert_eq!(file_patch(patch, "z.py"), patch, "the whole patch when the file is not in it");
+    }
 }

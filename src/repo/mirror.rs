@@ -208,12 +208,19 @@ impl Mirror {
 
     /// The unified diff `from..to`, as `git diff` prints it.
     pub fn diff(&self, from: &str, to: &str) -> Result<String, RepoError> {
+        self.diff_of(from, to, &[])
+    }
+
+    /// The unified diff `from..to` of `paths` only (every path when empty).
+    pub fn diff_of(&self, from: &str, to: &str, paths: &[&str]) -> Result<String, RepoError> {
         let a = self.commit(from)?.tree().map_err(|e| self.git(e))?;
         let b = self.commit(to)?.tree().map_err(|e| self.git(e))?;
-        let diff = self
-            .repo
-            .diff_tree_to_tree(Some(&a), Some(&b), Some(&mut DiffOptions::new()))
-            .map_err(|e| self.git(e))?;
+        let mut options = DiffOptions::new();
+        for p in paths {
+            options.pathspec(p).disable_pathspec_match(true);
+        }
+        let diff =
+            self.repo.diff_tree_to_tree(Some(&a), Some(&b), Some(&mut options)).map_err(|e| self.git(e))?;
         let mut out = Vec::new();
         diff.print(DiffFormat::Patch, |_, _, line| {
             if matches!(line.origin(), '+' | '-' | ' ') {

@@ -17,7 +17,7 @@ use serde_yaml::Mapping;
 use tokio::sync::OnceCell;
 
 use super::{Built, Stage, StageContext, TaskFuture, TaskInput};
-use crate::agent::{Agent, AgentConfig, AgentError, AgentTask, ReviewNote};
+use crate::agent::{Agent, AgentConfig, AgentError, AgentTask, ReviewNote, file_patch};
 use crate::engine::item::{Outcome, Scope};
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
@@ -112,7 +112,8 @@ fn inputs(input: &TaskInput) -> Result<Inputs, String> {
     let path = text(&context, "path");
     let task = AgentTask {
         pr_title: pr.title.clone(),
-        patch: pr.patch.clone().unwrap_or_default(),
+        // The part of the patch the comment is about; the whole patch costs the model more than it tells.
+        patch: file_patch(pr.patch.as_deref().unwrap_or_default(), &path),
         review: vec![ReviewNote {
             path: Some(path.clone()),
             line: context["end_line"].as_u64(),

@@ -35,11 +35,13 @@ use crate::synthesis::answer::test_code;
 use crate::synthesis::oracle::{Miss, for_feedback, judge, reasons};
 use crate::synthesis::source::{code_only, network_use, test_kind};
 
-const PLACEHOLDERS: [&str; 7] =
-    ["pr_title", "path", "module", "comment", "diff_hunk", "file_before", "file_after"];
+const PLACEHOLDERS: [&str; 8] =
+    ["pr_title", "path", "module", "comment", "diff_hunk", "file_before", "file_after", "fix_diff"];
 const FEEDBACK_PLACEHOLDERS: [&str; 5] =
     ["problem", "reviewed_verdict", "reviewed_output", "fixed_verdict", "fixed_output"];
 
+/// Lines of the comment's diff hunk shown: its end, where the commented line is.
+const HUNK_LINES: usize = 12;
 /// Lines of each side's output sent back to the model, and kept per attempt in the store.
 const FEEDBACK_LINES: usize = 40;
 const STORED_OUTPUT_LINES: usize = 120;
@@ -236,14 +238,14 @@ fn test_file_name(id: &str) -> String {
 }
 
 impl Synthesis {
-    fn first_messages(&self, i: &Inputs) -> Vec<Message> {
+    fn first_messages(&self, i: &Inputs, fix_diff: &str) -> Vec<Message> {
         let c = &i.context;
         let (start, end) =
             (c["start_line"].as_u64().unwrap_or(1) as usize, c["end_line"].as_u64().unwrap_or(1) as usize);
         let path = c["path"].as_str().unwrap_or_default();
         let hunk = i.comment.diff_hunk.as_deref().unwrap_or("");
         let hunk_tail: Vec<&str> = hunk.lines().collect();
-        let hunk = hunk_tail[hunk_tail.len().saturating_sub(20)..].join("\n");
+        let hunk = hunk_tail[hunk_tail.len().saturating_sub(HUNK_LINES)..].join("\n");
         let after = c["file_after"].as_str().unwrap_or("(the file no longer exists)");
         let values = BTreeMap::from([
             ("pr_title", i.pr.title.clone()),
@@ -253,6 +255,7 @@ impl Synthesis {
             ("diff_hunk", hunk),
             ("file_before", clip(c["file_before"].as_str().unwrap_or_default(), start, end, self.file_lines)),
             ("file_after", clip(after, start, end, self.file_lines)),
+            ("fix_diff", fix_diff.trim_end().to_string()),
         ]);
         self.prompt.render(&values)
     }
@@ -307,15 +310,24 @@ impl Synthesis {
         let work = tempfile::tempdir().map_err(|e| Failure::Infra(format!("no temporary directory: {e}")))?;
         let fixed = work.path().join("fixed");
         let (mirrors, repo, dest) = (self.mirrors.clone(), i.pr.repo.clone(), fixed.clone());
-        tokio::task::spawn_blocking(move || {
-            mirrors.open(&repo, &[&fixed_commit]).and_then(|m| m.materialize(&fixed_commit, &dest))
+        let head = i.pr.head_commit.clone();
+        let paths: Vec<String> = ["path", "fixed_path"]
+            .iter()
+            .filter_map(|k| i.context[*k].as_str().map(str::to_string))
+            .collect();
+        // The fixed tree to run against, and what the fix changed in the commented file.
+        let fix_diff = tokio::task::spawn_blocking(move || {
+            let mirror = mirrors.open(&repo, &[&head, &fixed_commit])?;
+            mirror.materialize(&fixed_commit, &dest)?;
+            let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+            mirror.diff_of(&head, &fixed_commit, &paths)
         })
         .await
         .map_err(|e| Failure::Infra(format!("the git worker failed: {e}")))?
         .map_err(|e| Failure::Infra(e.to_string()))?;
 
         let file = test_file_name(&input.item.id);
-        let mut messages = self.first_messages(&i);
+        let mut messages = self.first_messages(&i, &fix_diff);
         let mut history = Vec::new();
         let mut last = reasons::UNPARSEABLE;
         for attempt in 1..=self.max_attempts {
