@@ -7,10 +7,22 @@ mod common;
 use std::process::Command;
 
 use common::{curate_cmd, docker_or_skip, root, stderr, stdout};
-use serde_json::Value;
 
 /// Nothing listens here: a call that should have been replayed fails loudly.
 const NOWHERE: &str = "http://127.0.0.1:9/v1";
+
+/// Runs the main job from an empty state with no model server; returns its Markdown report.
+fn main_job(state: &str) -> String {
+    let out = curate_cmd(&root(), &["run", "pipelines/ccrab.yaml", "--state", state])
+        .env("CURATE_LLM_CACHE", "replay")
+        .env("OPENAI_BASE_URL", NOWHERE)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
+    let report = curate_cmd(&root(), &["report", "pipelines/ccrab.yaml", "--state", state]).output().unwrap();
+    assert_eq!(report.status.code(), Some(0), "{}", stderr(&report));
+    stdout(&report)
+}
 
 #[test]
 fn the_main_pipeline_replays_the_recorded_model_answers() {
@@ -25,26 +37,34 @@ fn the_main_pipeline_replays_the_recorded_model_answers() {
         .output()
         .unwrap();
     assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
-    let state = tempfile::tempdir().unwrap();
-    let state = state.path().to_str().unwrap();
-    let out = curate_cmd(&root(), &["run", "pipelines/ccrab.yaml", "--state", state])
-        .env("CURATE_LLM_CACHE", "replay")
-        .env("OPENAI_BASE_URL", NOWHERE)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
-    let report =
-        curate_cmd(&root(), &["report", "pipelines/ccrab.yaml", "--state", state, "--format", "json"])
-            .output()
-            .unwrap();
-    let report: Value = serde_json::from_slice(&report.stdout).unwrap();
-    assert_eq!(report["complete"], true, "{report}");
-    let rows = report["funnel"].as_array().unwrap();
-    assert_eq!(rows[0]["comments"], 55);
-    let kept = rows[1]["comments"].as_u64().unwrap();
-    assert!(kept > 0 && kept < 55, "the filter keeps some and drops some: {kept}");
-    assert_eq!(rows[3]["stage"], "environment");
-    assert!(rows[3]["prs"].as_u64().unwrap() > 0);
+    let first = tempfile::tempdir().unwrap();
+    let report = main_job(first.path().to_str().unwrap());
+    // Table 3 and Table 4 exactly as the run with the local model printed them.
+    let expected = std::fs::read_to_string(root().join("docs/sample-report.md")).unwrap();
+    assert_eq!(report, expected, "the replayed main job differs from docs/sample-report.md");
+    assert!(!report.contains("Incomplete"), "{report}");
+    for row in ["Converting NL Comments to Tests", "Validation with Coding Agents (Final)"] {
+        assert!(report.contains(&format!("| {row} |")), "{report}");
+    }
+
+    // A second run from an empty state prints the same numbers.
+    let second = tempfile::tempdir().unwrap();
+    assert_eq!(main_job(second.path().to_str().unwrap()), report);
+
+    // And the benchmark it exports agrees with the report's Table 4.
+    let out = tempfile::tempdir().unwrap();
+    let bench = out.path().join("bench");
+    let state = first.path().to_str().unwrap();
+    let export = curate_cmd(
+        &root(),
+        &["export", "pipelines/ccrab.yaml", "--state", state, "--out", bench.to_str().unwrap()],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(export.status.code(), Some(0), "{}", stderr(&export));
+    let stats = std::fs::read_to_string(bench.join("stats.md")).unwrap();
+    let table = stats.split_once("| Statistic").map(|(_, t)| t).unwrap();
+    assert!(report.contains(table), "{stats}\n{report}");
 }
 
 #[test]

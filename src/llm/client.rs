@@ -9,7 +9,7 @@ use std::time::Instant;
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
-use async_openai::types::chat::CreateChatCompletionRequest;
+use async_openai::types::chat::{CreateChatCompletionRequest, FinishReason};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
@@ -44,6 +44,9 @@ pub struct ChatRequest {
     pub temperature: f32,
     pub max_tokens: u32,
     pub seed: Option<i64>,
+    /// Left out of the hash when empty, so answers recorded before it existed still replay.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stop: Vec<String>,
 }
 
 impl ChatRequest {
@@ -63,6 +66,9 @@ pub struct Usage {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Answer {
     pub text: String,
+    /// The answer was cut off at the token limit (older recordings do not say: `false`).
+    #[serde(default)]
+    pub truncated: bool,
     /// The model that answered, as the server named it.
     pub model: String,
     pub usage: Usage,
@@ -119,6 +125,7 @@ impl Llm {
             temperature: self.settings.temperature,
             max_tokens: self.settings.max_tokens,
             seed: self.settings.seed,
+            stop: self.settings.stop.clone(),
         }
     }
 
@@ -157,13 +164,16 @@ impl Llm {
     }
 
     async fn call(&self, request: &ChatRequest) -> Result<Answer, LlmError> {
-        let body = serde_json::json!({
+        let mut body = serde_json::json!({
             "model": request.model,
             "messages": request.messages,
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
             "seed": request.seed,
         });
+        if !request.stop.is_empty() {
+            body["stop"] = serde_json::json!(request.stop);
+        }
         let typed: CreateChatCompletionRequest = serde_json::from_value(body)
             .map_err(|e| LlmError::Failed(format!("cannot build the request: {e}")))?;
         let mut attempt = 0;
@@ -171,11 +181,16 @@ impl Llm {
             let t0 = Instant::now();
             match self.client.chat().create(typed.clone()).await {
                 Ok(response) => {
-                    let text = response
+                    let choice = response
                         .choices
                         .first()
-                        .and_then(|c| c.message.content.clone())
+                        .ok_or_else(|| LlmError::Failed("the answer has no choices".into()))?;
+                    let text = choice
+                        .message
+                        .content
+                        .clone()
                         .ok_or_else(|| LlmError::Failed("the answer has no message content".into()))?;
+                    let truncated = matches!(choice.finish_reason, Some(FinishReason::Length));
                     let usage = response.usage.map_or(Usage::default(), |u| Usage {
                         prompt_tokens: u64::from(u.prompt_tokens),
                         completion_tokens: u64::from(u.completion_tokens),
@@ -185,6 +200,7 @@ impl Llm {
                         .map_or(0, |d| d.as_secs());
                     return Ok(Answer {
                         text,
+                        truncated,
                         model: response.model,
                         usage,
                         elapsed_ms: t0.elapsed().as_millis() as u64,
@@ -201,5 +217,26 @@ impl Llm {
                 Err(e) => return Err(LlmError::Failed(describe(&e))),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_without_stop_sequences_hashes_as_before_they_existed() {
+        let request = ChatRequest {
+            model: "m".into(),
+            messages: vec![Message::user("hi")],
+            temperature: 0.0,
+            max_tokens: 8,
+            seed: Some(7),
+            stop: Vec::new(),
+        };
+        let old_form = r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.0,"max_tokens":8,"seed":7}"#;
+        assert_eq!(request.hash(), hex::encode(Sha256::digest(old_form.as_bytes())));
+        let stopped = ChatRequest { stop: vec!["\n```\n".into()], ..request.clone() };
+        assert_ne!(stopped.hash(), request.hash());
     }
 }

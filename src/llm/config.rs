@@ -23,6 +23,8 @@ pub struct LlmSpec {
     pub temperature: Option<f32>,
     pub max_tokens: Option<u32>,
     pub seed: Option<i64>,
+    /// Strings that end the answer where they appear (not included in it).
+    pub stop: Option<Vec<String>>,
     pub timeout_secs: Option<u64>,
     /// Attempts after the first for 429, 5xx, timeouts and dropped connections.
     pub max_retries: Option<u32>,
@@ -47,6 +49,7 @@ impl LlmSpec {
             temperature,
             max_tokens,
             seed,
+            stop,
             timeout_secs,
             max_retries,
             concurrency,
@@ -74,6 +77,7 @@ impl LlmSpec {
             temperature: self.temperature.unwrap_or(0.0),
             max_tokens: self.max_tokens.unwrap_or(512),
             seed: self.seed.or(Some(7)),
+            stop: self.stop.clone().unwrap_or_default(),
             timeout: Duration::from_secs(self.timeout_secs.unwrap_or(600)),
             max_retries: self.max_retries.unwrap_or(4),
             concurrency: self.concurrency.unwrap_or(1).max(1),
@@ -93,6 +97,7 @@ pub struct LlmSettings {
     pub temperature: f32,
     pub max_tokens: u32,
     pub seed: Option<i64>,
+    pub stop: Vec<String>,
     pub timeout: Duration,
     pub max_retries: u32,
     pub concurrency: usize,
@@ -104,12 +109,17 @@ pub struct LlmSettings {
 impl LlmSettings {
     /// What changes an answer, and so belongs in the task key: not where the server is, nor limits.
     pub fn fingerprint(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut value = serde_json::json!({
             "model": self.model,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "seed": self.seed,
-        })
+        });
+        // Only when set, so keys made before stop sequences existed stay valid.
+        if !self.stop.is_empty() {
+            value["stop"] = serde_json::json!(self.stop);
+        }
+        value
     }
 }
 

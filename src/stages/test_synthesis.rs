@@ -338,7 +338,7 @@ impl Synthesis {
                 .map_err(|e| Failure::Infra(e.to_string()))?;
             input.meter.add(answer.usage);
             messages.push(Message::assistant(answer.text.clone()));
-            let code = match test_code(&answer.text) {
+            let code = match test_code(&answer.text, answer.truncated) {
                 Ok(code) => code,
                 Err(why) => {
                     let miss = Miss { reason: reasons::UNPARSEABLE, problem: format!("{why}.") };

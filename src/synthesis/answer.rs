@@ -1,9 +1,13 @@
 //! Getting one pytest file out of what a model wrote: the first fenced Python block, or the whole
 //! answer when it is bare code. An answer with no test function in it is not a test.
 
-/// The test file in `answer`, or why there is none (said so the model can fix it).
-pub fn test_code(answer: &str) -> Result<String, String> {
-    let code = fenced(answer).unwrap_or_else(|| answer.trim().to_string());
+/// The test file in `answer`, or why there is none (said so the model can fix it). When the answer
+/// was cut off at the token limit, its last top-level block is unfinished and is dropped.
+pub fn test_code(answer: &str, truncated: bool) -> Result<String, String> {
+    let mut code = fenced(answer).unwrap_or_else(|| answer.trim().to_string());
+    if truncated {
+        code = without_last_block(&code);
+    }
     if code.is_empty() {
         return Err("the answer was empty".into());
     }
@@ -38,6 +42,18 @@ fn fenced(answer: &str) -> Option<String> {
     None
 }
 
+/// `code` up to the start of its last top-level statement (with the decorators and comments
+/// right above it).
+fn without_last_block(code: &str) -> String {
+    let lines: Vec<&str> = code.lines().collect();
+    let top = |l: &str| !l.is_empty() && !l.starts_with([' ', '\t', ')', ']', '}']);
+    let Some(mut cut) = lines.iter().rposition(|l| top(l)) else { return code.to_string() };
+    while cut > 0 && (lines[cut - 1].starts_with('@') || lines[cut - 1].starts_with('#')) {
+        cut -= 1;
+    }
+    lines[..cut].join("\n").trim_end().to_string()
+}
+
 fn looks_like_code(text: &str) -> bool {
     text.lines().next().is_some_and(|l| {
         let l = l.trim_start();
@@ -52,20 +68,33 @@ mod tests {
     #[test]
     fn the_first_python_block_is_taken() {
         let a = "Here is a test:\n```text\nnot this\n```\n```python\nimport x\n\ndef test_a():\n    assert x.f()\n```\nand another\n```python\ndef test_b(): pass\n```";
-        assert_eq!(test_code(a).unwrap(), "import x\n\ndef test_a():\n    assert x.f()\n");
+        assert_eq!(test_code(a, false).unwrap(), "import x\n\ndef test_a():\n    assert x.f()\n");
     }
 
     #[test]
     fn bare_code_and_cut_off_blocks_are_read() {
-        assert_eq!(test_code("def test_a():\n    assert 1\n").unwrap(), "def test_a():\n    assert 1\n");
+        assert_eq!(
+            test_code("def test_a():\n    assert 1\n", false).unwrap(),
+            "def test_a():\n    assert 1\n"
+        );
         let cut = "```python\ndef test_a():\n    assert f(1) ==";
-        assert_eq!(test_code(cut).unwrap(), "def test_a():\n    assert f(1) ==\n");
+        assert_eq!(test_code(cut, false).unwrap(), "def test_a():\n    assert f(1) ==\n");
+    }
+
+    #[test]
+    fn a_cut_off_answer_loses_its_unfinished_last_block() {
+        let cut = "```python\nimport x\n\ndef test_a():\n    assert x.f()\n\n\n@pytest.mark.slow\ndef test_b():\n    assert x.g(\n";
+        assert_eq!(test_code(cut, true).unwrap(), "import x\n\ndef test_a():\n    assert x.f()\n");
+        assert!(
+            test_code("```python\ndef test_a():\n    assert (\n", true).is_err(),
+            "nothing complete is left"
+        );
     }
 
     #[test]
     fn answers_without_a_test_say_why() {
-        assert!(test_code("").unwrap_err().contains("empty"));
-        assert!(test_code("I cannot write this test.").unwrap_err().contains("code block"));
-        assert!(test_code("```python\nx = 1\n```").unwrap_err().contains("def test_"));
+        assert!(test_code("", false).unwrap_err().contains("empty"));
+        assert!(test_code("I cannot write this test.", false).unwrap_err().contains("code block"));
+        assert!(test_code("```python\nx = 1\n```", false).unwrap_err().contains("def test_"));
     }
 }
