@@ -212,3 +212,84 @@ stages:
     assert_eq!(stats["tests"]["behavioural"], 1);
     assert!(s.read("bench1/stats.md").contains("| Instances (PRs) | 1 |"));
 }
+
+#[test]
+fn an_agent_command_that_hangs_is_killed_with_its_group_and_retried_next_run() {
+    if !docker_or_skip("the validation test") {
+        return;
+    }
+    let (record, texts) = durations3();
+    let first: String = texts[0].chars().take(60).collect();
+    let server = Server::responding(move |body| {
+        let user = body["messages"][1]["content"].as_str().unwrap_or("");
+        if user.contains(first.as_str()) { fence(BEHAVIOURAL) } else { Reply::Answer("no test".into()) }
+    });
+    let s = Scratch::new();
+    let mirrors = s.sample_mirrors();
+    s.write("one.jsonl", &format!("{record}\n"));
+    let prompts = root().join("prompts");
+    let pipeline = |command: &str| {
+        format!(
+            "name: val
+source: {{kind: swe-care, path: one.jsonl}}
+defaults:
+  cache: cache
+  repos: {{url: '{mirrors}/{{repo}}.git'}}
+  llm: {{base_url: '{url}', max_retries: 0}}
+stages:
+  - id: context
+    kind: comment_context
+  - id: environment
+    kind: environment
+    needs: context
+  - id: tests
+    kind: test_synthesis
+    needs: [context, environment]
+    prompt: {prompts}/test_synthesis.md
+    feedback_prompt: {prompts}/test_synthesis_feedback.md
+    max_attempts: 1
+    repeats: 1
+  - id: validate
+    kind: agent_validation
+    needs: [tests, context, environment]
+    attempts: 1
+    agent: {{kind: command, prompt: {prompts}/agent_task.md, timeout_secs: 1, command: '{command}'}}
+",
+            mirrors = mirrors.display(),
+            url = server.base_url,
+            prompts = prompts.display(),
+        )
+    };
+    // Until `ready` exists the agent hangs; the same command then does its job.
+    let fixed = Command::new("git")
+        .args(["--git-dir", mirrors.join("curate-sample/durations.git").to_str().unwrap(), "show"])
+        .arg(format!("{}:src/durations/__init__.py", record["merged_commit"].as_str().unwrap()))
+        .output()
+        .unwrap();
+    s.write("fixed_init.py", &String::from_utf8(fixed.stdout).unwrap());
+    let (ready, fix) = (s.path("ready"), s.path("fixed_init.py"));
+    s.write(
+        "p.yaml",
+        &pipeline(&format!(
+            "if test -f {}; then cp {} src/durations/__init__.py; else sleep 31.5; fi",
+            ready.display(),
+            fix.display()
+        )),
+    );
+    let started = std::time::Instant::now();
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(1), "an errored task makes the run exit 1: {}", stderr(&out));
+    assert!(started.elapsed().as_secs() < 25, "the hanging agent was killed at its limit");
+    assert!(stderr(&out).contains("ran past its 1 s limit"), "{}", stderr(&out));
+    let left = Command::new("pgrep").args(["-fx", "sleep 31.5"]).output().unwrap();
+    assert!(left.stdout.is_empty(), "the agent's whole process group was killed");
+    assert_eq!(rows(&s, "validate")["curate-sample__durations-3#1"].0, "errored");
+
+    // Errors are not results: the next run tries the same task again.
+    s.write("ready", "");
+    let again = s.curate(&["run", "p.yaml"]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    let rows = rows(&s, "validate");
+    assert_eq!(rows.len(), 1, "the same task, not a new one: {rows:?}");
+    assert_eq!(rows["curate-sample__durations-3#1"].0, "kept");
+}

@@ -13,6 +13,7 @@ use serde_json::json;
 
 use super::{Agent, AgentError, AgentFuture, AgentTask, PLACEHOLDERS, Revision};
 use crate::errors::ConfigError;
+use crate::exec::host::kill_group;
 use crate::exec::sandbox::truncate_middle;
 use crate::llm::prompt::Template;
 use crate::repo::workspace::working_diff;
@@ -66,11 +67,16 @@ impl CommandAgent {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
+            .process_group(0)
             .spawn()
             .map_err(|e| infra(&format!("cannot start `{command}`"), e))?;
+        let pgid = child.id();
         let output = match tokio::time::timeout(self.timeout, child.wait_with_output()).await {
             Ok(done) => done.map_err(|e| infra(&format!("`{command}`"), e))?,
             Err(_) => {
+                if let Some(pgid) = pgid {
+                    kill_group(pgid);
+                }
                 return Err(AgentError::Infra(format!(
                     "`{command}` ran past its {} s limit and was killed",
                     self.timeout.as_secs()

@@ -192,3 +192,38 @@ pub fn write(bench: &Benchmark, out: &Path) -> Result<(), String> {
     let staged = staging.keep();
     std::fs::rename(&staged, out).map_err(|e| io("moving the export to", e))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bench(files: &[(&str, &str)]) -> Benchmark {
+        Benchmark {
+            files: files.iter().map(|(p, c)| (p.to_string(), c.as_bytes().to_vec())).collect(),
+            stats: stats::stats(&[]),
+        }
+    }
+
+    #[test]
+    fn an_earlier_export_is_replaced_and_anything_else_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("bench");
+        write(&bench(&[("instances.jsonl", "a\n"), ("tests/x/test_a.py", "old\n")]), &out).unwrap();
+        write(&bench(&[("instances.jsonl", "b\n")]), &out).unwrap();
+        assert_eq!(std::fs::read_to_string(out.join("instances.jsonl")).unwrap(), "b\n");
+        assert!(!out.join("tests").exists(), "nothing of the earlier export is left");
+
+        let other = dir.path().join("notes");
+        std::fs::create_dir(&other).unwrap();
+        std::fs::write(other.join("todo.txt"), "keep me").unwrap();
+        let refused = write(&bench(&[("instances.jsonl", "c\n")]), &other).unwrap_err();
+        assert!(refused.contains("not an earlier export"), "{refused}");
+        assert_eq!(std::fs::read_to_string(other.join("todo.txt")).unwrap(), "keep me");
+    }
+
+    #[test]
+    fn instance_directory_names_are_safe() {
+        assert_eq!(dir_name("org/repo#12"), "org_repo_12");
+        assert_eq!(dir_name("curate-sample__durations-3"), "curate-sample__durations-3");
+    }
+}

@@ -109,10 +109,14 @@ impl Stage for Exec {
                     let _ = pipe.write_all(&stdin).await;
                 });
             }
+            let pgid = child.id();
             let waited = match timeout {
                 Some(t) => match tokio::time::timeout(t, child.wait_with_output()).await {
                     Ok(result) => result,
                     Err(_) => {
+                        if let Some(pgid) = pgid {
+                            crate::exec::host::kill_group(pgid);
+                        }
                         return Outcome::Errored {
                             error: format!("timed out after {}s and was killed", t.as_secs()),
                         };
