@@ -14,6 +14,7 @@ pub mod export;
 pub mod llm;
 pub mod repo;
 pub mod report;
+pub mod review;
 pub mod sources;
 pub mod stages;
 pub mod synthesis;

@@ -69,7 +69,11 @@ fn an_agent_guided_by_the_comment_must_make_the_hidden_test_pass() {
         let system = messages[0]["content"].as_str().unwrap_or("");
         let first_user = messages.iter().find(|m| m["role"] == "user").unwrap()["content"].as_str().unwrap();
         let step = messages.iter().filter(|m| m["role"] == "assistant").count();
-        let Some(c) = keys.iter().position(|k| first_user.contains(k.as_str())) else {
+        let found = keys.iter().position(|k| first_user.contains(k.as_str()));
+        if system.contains("software engineer") && found.is_none() {
+            return Reply::Answer("The review asks for nothing I can change.".into()); // a tool's review
+        }
+        let Some(c) = found else {
             return Reply::Status(500, vec![], "no such comment in the script".into());
         };
         if !system.contains("software engineer") {
@@ -211,6 +215,46 @@ stages:
     assert_eq!(stats["tests"]["total"], 1);
     assert_eq!(stats["tests"]["behavioural"], 1);
     assert!(s.read("bench1/stats.md").contains("| Instances (PRs) | 1 |"));
+
+    // Scoring review tools on that benchmark: the human comments (the upper bound), a tool whose
+    // comments miss the point, and a tool that crashes.
+    let agent = format!(
+        "{{kind: builtin, prompt: {p}/agent.md, feedback_prompt: {p}/agent_feedback.md, max_steps: 1}}",
+        p = prompts.display()
+    );
+    let chain = |id: &str, reviewer: &str| {
+        format!(
+            "  - {{id: review_{id}, kind: review, name: {id}, reviewer: {reviewer}}}\n  - {{id: revise_{id}, kind: revise, needs: review_{id}, agent: {agent}}}\n  - {{id: score_{id}, kind: score, needs: revise_{id}}}\n"
+        )
+    };
+    s.write(
+        "eval.yaml",
+        &format!(
+            "name: ev\nsource: {{kind: benchmark, path: bench1}}\ndefaults:\n  cache: cache\n  repos: {{url: '{mirrors}/{{repo}}.git'}}\n  llm: {{base_url: '{url}', max_retries: 0}}\nstages:\n{}{}{}",
+            chain("human", "{kind: human}"),
+            chain("vague", "{kind: command, command: 'echo src/durations/__init__.py:30: consider renaming this'}"),
+            chain("broken", "{kind: command, command: 'echo boom >&2; exit 3'}"),
+            mirrors = mirrors.display(),
+            url = server.base_url,
+        ),
+    );
+    let eval = s.curate(&["run", "eval.yaml"]);
+    assert_eq!(eval.status.code(), Some(0), "{}", stderr(&eval));
+    let report = s.curate(&["report", "eval.yaml", "--format", "json"]);
+    let report: Value = serde_json::from_slice(&report.stdout).unwrap();
+    let rows = report["evaluation"]["reviewers"].as_array().unwrap();
+    let row = |name: &str| rows.iter().find(|r| r["reviewer"] == name).unwrap();
+    assert_eq!(row("human")["overall"]["passed"], 1, "{report}");
+    assert_eq!(row("human")["comments"], 1);
+    assert_eq!(row("vague")["overall"]["passed"], 0);
+    assert_eq!(row("vague")["comments"], 1);
+    assert_eq!(row("broken")["failed_reviews"], 1, "a crashing tool is recorded, not dropped");
+    assert_eq!(row("broken")["instances"], 1);
+    assert_eq!(row("broken")["overall"]["total"], 1, "and scored zero on every test");
+    assert_eq!(report["evaluation"]["union"], 1);
+    let md = s.curate(&["report", "eval.yaml"]);
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(md.contains("| human | 1 | 1 | 1.00 | 0 | 100.0% (1/1) | – | 100.0% (1/1) |"), "{md}");
 }
 
 #[test]

@@ -6,14 +6,13 @@
 //! its time limit is an infrastructure error, not a result.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::json;
 
 use super::{Agent, AgentError, AgentFuture, AgentTask, PLACEHOLDERS, Revision};
 use crate::errors::ConfigError;
-use crate::exec::host::kill_group;
+use crate::exec::host::run_shell;
 use crate::exec::sandbox::truncate_middle;
 use crate::llm::prompt::Template;
 use crate::repo::workspace::working_diff;
@@ -57,40 +56,17 @@ impl CommandAgent {
             .command
             .replace("{prompt_file}", &prompt_file.to_string_lossy())
             .replace("{workdir}", &workdir.to_string_lossy());
-        let child = tokio::process::Command::new("sh")
-            .arg("-c")
-            .arg(&command)
-            .current_dir(workdir)
-            .env("CURATE_PROMPT_FILE", &prompt_file)
-            .env("CURATE_WORKDIR", workdir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .process_group(0)
-            .spawn()
-            .map_err(|e| infra(&format!("cannot start `{command}`"), e))?;
-        let pgid = child.id();
-        let output = match tokio::time::timeout(self.timeout, child.wait_with_output()).await {
-            Ok(done) => done.map_err(|e| infra(&format!("`{command}`"), e))?,
-            Err(_) => {
-                if let Some(pgid) = pgid {
-                    kill_group(pgid);
-                }
-                return Err(AgentError::Infra(format!(
-                    "`{command}` ran past its {} s limit and was killed",
-                    self.timeout.as_secs()
-                )));
-            }
-        };
-        let printed =
-            format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        let env = [("CURATE_PROMPT_FILE", prompt_file.as_path()), ("CURATE_WORKDIR", workdir)];
+        let output = run_shell(&command, workdir, &env, self.timeout)
+            .await
+            .map_err(|e| AgentError::Infra(e.to_string()))?;
+        let printed = format!("{}{}", output.stdout, output.stderr);
         let diff = working_diff(workdir).map_err(|e| AgentError::Infra(e.to_string()))?;
         Ok(Revision {
             diff,
             transcript: vec![json!({
                 "command": command,
-                "exit_code": output.status.code(),
+                "exit_code": output.exit_code,
                 "output": truncate_middle(&printed, OUTPUT_LIMIT),
             })],
         })

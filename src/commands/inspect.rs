@@ -75,17 +75,28 @@ pub fn report(path: &Path, sel: &Selection, format: ReportFormat) -> Result<u8, 
         .then(|| export::final_stage(&flow, None).ok())
         .flatten()
         .map(|last| export::assemble(&flow, &states, last).stats);
+    // Table 5 and its figures, for an evaluation pipeline.
+    let evaluation = report::evaluation::evaluation(&flow, &states);
     match format {
         ReportFormat::Md => {
             print!("{}", funnel.to_markdown());
             if let Some(stats) = &stats {
                 print!("\n## Benchmark statistics (Table 4)\n\n{}", stats.to_markdown());
             }
+            if let Some(evaluation) = &evaluation {
+                print!("\n{}", evaluation.to_markdown());
+            }
         }
         ReportFormat::Json => {
             let mut value = serde_json::to_value(&funnel).context("encoding the report")?;
             if let (Some(stats), Some(map)) = (&stats, value.as_object_mut()) {
                 map.insert("stats".into(), serde_json::to_value(stats).context("encoding the report")?);
+            }
+            if let (Some(evaluation), Some(map)) = (&evaluation, value.as_object_mut()) {
+                map.insert(
+                    "evaluation".into(),
+                    serde_json::to_value(evaluation).context("encoding the report")?,
+                );
             }
             println!("{}", serde_json::to_string_pretty(&value).context("encoding the report")?)
         }

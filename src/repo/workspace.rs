@@ -89,6 +89,16 @@ pub fn working_diff(dir: &Path) -> Result<String, RepoError> {
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
+/// Applies a unified diff (as [`working_diff`] gives it) to the files in `dir`.
+pub fn apply_patch(dir: &Path, patch: &str) -> Result<(), RepoError> {
+    if patch.trim().is_empty() {
+        return Ok(());
+    }
+    let repo = Repository::open(dir).map_err(|e| git(dir, e))?;
+    let diff = git2::Diff::from_buffer(patch.as_bytes()).map_err(|e| git(dir, e))?;
+    repo.apply(&diff, git2::ApplyLocation::WorkDir, None).map_err(|e| git(dir, e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,5 +117,16 @@ mod tests {
         assert!(diff.contains("-x = 1\n+x = 3\n"), "{diff}");
         assert!(diff.contains("+++ b/pkg/c.py") && diff.contains("+z = 4"), "{diff}");
         assert!(!diff.contains("pkg/b.py"), "unchanged files are not in the diff: {diff}");
+
+        // The same revision applied to another copy of the baseline gives the same files.
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(other.path().join("a.py"), "x = 1\n").unwrap();
+        std::fs::create_dir(other.path().join("pkg")).unwrap();
+        std::fs::write(other.path().join("pkg/b.py"), "y = 2\n").unwrap();
+        init_baseline(other.path()).unwrap();
+        apply_patch(other.path(), &diff).unwrap();
+        assert_eq!(std::fs::read_to_string(other.path().join("a.py")).unwrap(), "x = 3\n");
+        assert_eq!(std::fs::read_to_string(other.path().join("pkg/c.py")).unwrap(), "z = 4\n");
+        assert!(apply_patch(other.path(), &diff).is_err(), "a patch that no longer applies is an error");
     }
 }

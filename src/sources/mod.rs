@@ -8,6 +8,7 @@ use serde_yaml::Mapping;
 use crate::engine::item::Item;
 use crate::errors::{ConfigError, Problem, SourceError};
 
+pub mod benchmark;
 pub mod jsonl;
 pub mod lines;
 pub mod record;
@@ -17,8 +18,12 @@ pub mod swe_prbench;
 type BuildFn = fn(&SourceContext, &Mapping) -> Result<Box<dyn Source>, ConfigError>;
 
 /// Every source kind, by the name used in `source: {kind: ...}`.
-const REGISTRY: &[(&str, BuildFn)] =
-    &[("jsonl", jsonl::build), ("swe-care", swe_care::build), ("swe-prbench", swe_prbench::build)];
+const REGISTRY: &[(&str, BuildFn)] = &[
+    ("jsonl", jsonl::build),
+    ("swe-care", swe_care::build),
+    ("swe-prbench", swe_prbench::build),
+    ("benchmark", benchmark::build),
+];
 
 pub fn kinds() -> impl Iterator<Item = &'static str> {
     REGISTRY.iter().map(|(name, _)| *name)

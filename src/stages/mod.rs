@@ -22,7 +22,10 @@ pub mod comment_context;
 pub mod environment;
 pub mod exec;
 pub mod noop;
+pub mod review;
 pub mod review_filter;
+pub mod revise;
+pub mod score;
 pub mod test_synthesis;
 
 type BuildFn = fn(&StageContext, &Mapping) -> Result<Built, ConfigError>;
@@ -36,6 +39,9 @@ const REGISTRY: &[(&str, BuildFn)] = &[
     ("environment", environment::build_stage),
     ("test_synthesis", test_synthesis::build),
     ("agent_validation", agent_validation::build),
+    ("review", review::build),
+    ("revise", revise::build),
+    ("score", score::build),
 ];
 
 pub fn kinds() -> impl Iterator<Item = &'static str> {

@@ -43,7 +43,7 @@ const FEEDBACK_PLACEHOLDERS: [&str; 5] =
 /// Lines of the comment's diff hunk shown: its end, where the commented line is.
 const HUNK_LINES: usize = 12;
 /// Lines of each side's output sent back to the model, and kept per attempt in the store.
-const FEEDBACK_LINES: usize = 40;
+const FEEDBACK_LINES: usize = 15;
 const STORED_OUTPUT_LINES: usize = 120;
 
 #[derive(Deserialize)]

@@ -1,0 +1,179 @@
+//! The results of an evaluation pipeline: the paper's Table 5 (per reviewer: comments in total and
+//! per PR, pass rate on behavioural tests, on structural tests, overall), the pass rate by review
+//! category (Figure 7), and which tests each reviewer's comments led to passing, with their union
+//! and what only one reviewer got (Figure 5). Read from the kept outputs of `score` stages.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use crate::engine::flow::{Flow, TaskState};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Rate {
+    pub passed: usize,
+    pub total: usize,
+}
+
+impl Rate {
+    fn add(&mut self, passed: bool) {
+        self.total += 1;
+        self.passed += usize::from(passed);
+    }
+
+    pub fn percent(&self) -> Option<f64> {
+        (self.total > 0).then(|| (1000.0 * self.passed as f64 / self.total as f64).round() / 10.0)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReviewerRow {
+    pub reviewer: String,
+    pub stage: String,
+    pub instances: usize,
+    pub comments: u64,
+    pub comments_per_pr: f64,
+    /// Instances whose review failed (crash, timeout, nothing printed): scored zero.
+    pub failed_reviews: usize,
+    pub behavioural: Rate,
+    pub structural: Rate,
+    pub overall: Rate,
+    pub by_category: BTreeMap<String, Rate>,
+    /// The tests (by comment id) this reviewer's revision passed.
+    pub passed_tests: BTreeSet<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Evaluation {
+    pub reviewers: Vec<ReviewerRow>,
+    /// Tests in the benchmark, and those some reviewer passed.
+    pub tests: usize,
+    pub union: usize,
+}
+
+/// The evaluation, or `None` when the pipeline has no `score` stage.
+pub fn evaluation(flow: &Flow, states: &[Vec<TaskState>]) -> Option<Evaluation> {
+    let mut reviewers = Vec::new();
+    let mut all_tests = BTreeSet::new();
+    for (s, plan) in flow.pipeline.stages.iter().enumerate().filter(|(_, p)| p.kind == "score") {
+        let mut row = ReviewerRow {
+            reviewer: plan.id.to_string(),
+            stage: plan.id.to_string(),
+            instances: 0,
+            comments: 0,
+            comments_per_pr: 0.0,
+            failed_reviews: 0,
+            behavioural: Rate::default(),
+            structural: Rate::default(),
+            overall: Rate::default(),
+            by_category: BTreeMap::new(),
+            passed_tests: BTreeSet::new(),
+        };
+        for x in flow.tasks(s) {
+            let TaskState::Kept { output, .. } = &states[s][x] else { continue };
+            if let Some(name) = output["reviewer"].as_str() {
+                row.reviewer = name.to_string();
+            }
+            row.instances += 1;
+            row.comments += output["comments"].as_u64().unwrap_or(0);
+            row.failed_reviews += usize::from(!output["review_failure"].is_null());
+            for t in output["tests"].as_array().map(Vec::as_slice).unwrap_or_default() {
+                let passed = t["passed"].as_bool().unwrap_or(false);
+                let id = t["comment"].as_str().unwrap_or_default().to_string();
+                all_tests.insert(id.clone());
+                if passed {
+                    row.passed_tests.insert(id);
+                }
+                row.overall.add(passed);
+                match t["kind"].as_str() {
+                    Some("behavioural") => row.behavioural.add(passed),
+                    _ => row.structural.add(passed),
+                }
+                let category = t["category"].as_str().unwrap_or("uncategorised").to_string();
+                row.by_category.entry(category).or_default().add(passed);
+            }
+        }
+        if row.instances > 0 {
+            row.comments_per_pr = (100.0 * row.comments as f64 / row.instances as f64).round() / 100.0;
+        }
+        reviewers.push(row);
+    }
+    if reviewers.is_empty() {
+        return None;
+    }
+    let union = reviewers.iter().flat_map(|r| r.passed_tests.iter()).collect::<BTreeSet<_>>().len();
+    Some(Evaluation { reviewers, tests: all_tests.len(), union })
+}
+
+fn pct(r: &Rate) -> String {
+    r.percent().map_or("–".into(), |p| format!("{p:.1}% ({}/{})", r.passed, r.total))
+}
+
+impl Evaluation {
+    pub fn to_markdown(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "## Review tools (Table 5)\n");
+        let _ = writeln!(
+            out,
+            "| Reviewer | Instances | Comments | Per PR | Failed reviews | Behavioural | Structural | Overall |"
+        );
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
+        for r in &self.reviewers {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {:.2} | {} | {} | {} | {} |",
+                r.reviewer,
+                r.instances,
+                r.comments,
+                r.comments_per_pr,
+                r.failed_reviews,
+                pct(&r.behavioural),
+                pct(&r.structural),
+                pct(&r.overall)
+            );
+        }
+        let categories: BTreeSet<&String> =
+            self.reviewers.iter().flat_map(|r| r.by_category.keys()).collect();
+        if !categories.is_empty() {
+            let _ = writeln!(out, "\n## Pass rate by review category (Figure 7)\n");
+            let names: Vec<&str> = self.reviewers.iter().map(|r| r.reviewer.as_str()).collect();
+            let _ = writeln!(out, "| Category | {} |", names.join(" | "));
+            let _ = writeln!(out, "|---|{}", "---:|".repeat(names.len()));
+            for c in categories {
+                let cells: Vec<String> =
+                    self.reviewers.iter().map(|r| r.by_category.get(c).map_or("–".into(), pct)).collect();
+                let _ = writeln!(out, "| {c} | {} |", cells.join(" | "));
+            }
+        }
+        let _ = writeln!(out, "\n## Tests passed and overlaps (Figure 5)\n");
+        let _ = writeln!(out, "| Reviewer | Tests passed | Passed by no other reviewer |\n|---|---:|---:|");
+        for r in &self.reviewers {
+            let only = r
+                .passed_tests
+                .iter()
+                .filter(|t| !self.reviewers.iter().any(|o| o.stage != r.stage && o.passed_tests.contains(*t)))
+                .count();
+            let _ = writeln!(out, "| {} | {} | {only} |", r.reviewer, r.passed_tests.len());
+        }
+        let _ =
+            writeln!(out, "\nUnion: {} of {} tests passed by at least one reviewer.", self.union, self.tests);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_are_counted_by_kind_and_category() {
+        let mut r = Rate::default();
+        r.add(true);
+        r.add(false);
+        r.add(false);
+        assert_eq!(r.percent(), Some(33.3));
+        assert_eq!(Rate::default().percent(), None);
+        assert_eq!(pct(&r), "33.3% (1/3)");
+    }
+}

@@ -1,0 +1,154 @@
+//! `benchmark`: an exported benchmark (`curate export`) as the input of an evaluation pipeline. One
+//! PR item per instance; its record carries, under `extra.benchmark`, the human comments with their
+//! tests (the test files' text is read in, so a changed test changes the item and its scores run
+//! again) and the environment to run them in.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use serde_yaml::Mapping;
+
+use super::lines::{Line, json_lines, problem, typed};
+use super::record::{PullRequest, check_repo_path};
+use super::{Ingest, Source, SourceContext};
+use crate::engine::item::Item;
+use crate::engine::spec::parse_config;
+use crate::errors::{ConfigError, SourceError};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    /// The export directory (holding `instances.jsonl`).
+    path: PathBuf,
+}
+
+pub fn build(ctx: &SourceContext, config: &Mapping) -> Result<Box<dyn Source>, ConfigError> {
+    let config: Config = parse_config(config)?;
+    let dir = ctx.dir.join(&config.path);
+    if !dir.join("instances.jsonl").is_file() {
+        return Err(ConfigError::new(
+            "path",
+            format!("{} holds no instances.jsonl; point it at a `curate export` directory", dir.display()),
+        ));
+    }
+    Ok(Box::new(Benchmark { dir }))
+}
+
+struct Benchmark {
+    dir: PathBuf,
+}
+
+#[derive(Deserialize)]
+struct Instance {
+    instance_id: String,
+    repo: String,
+    pull_number: Option<u64>,
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    body: String,
+    created_at: Option<String>,
+    base_commit: String,
+    head_commit: String,
+    fixed_commit: Option<String>,
+    #[serde(default)]
+    patch: String,
+    comments: Vec<Comment>,
+    #[serde(default)]
+    environment: Value,
+}
+
+#[derive(Deserialize)]
+struct Comment {
+    id: String,
+    text: String,
+    path: Option<String>,
+    line: Option<u64>,
+    category: Option<String>,
+    test_path: Option<String>,
+    kind: Option<String>,
+}
+
+/// One test of an instance, as the evaluation stages read it from `extra.benchmark.tests`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BenchTest {
+    /// The comment it comes from.
+    pub comment: String,
+    pub file: String,
+    pub code: String,
+    pub kind: String,
+    pub category: Option<String>,
+}
+
+impl Source for Benchmark {
+    fn load(&self) -> Result<Ingest, SourceError> {
+        let file = self.dir.join("instances.jsonl");
+        let bytes = std::fs::read(&file).map_err(|error| SourceError::Read { file: file.clone(), error })?;
+        let mut ingest = Ingest::default();
+        let mut seen = HashSet::new();
+        for Line { number, object } in json_lines(&file, &bytes, &mut ingest.problems) {
+            let instance: Instance = match typed(Value::Object(object)) {
+                Ok(i) => i,
+                Err((field, message)) => {
+                    ingest.problems.push(problem(&file, number, field.as_deref(), message));
+                    continue;
+                }
+            };
+            if !seen.insert(instance.instance_id.clone()) {
+                ingest.problems.push(problem(&file, number, Some("instance_id"), "duplicate id"));
+                continue;
+            }
+            match record(&self.dir, instance) {
+                Ok((id, pr)) => {
+                    ingest.items.push(Item::pr(id, serde_json::to_value(&pr).unwrap_or(Value::Null)))
+                }
+                Err((field, message)) => ingest.problems.push(problem(&file, number, Some(&field), message)),
+            }
+        }
+        Ok(ingest)
+    }
+}
+
+fn record(dir: &Path, i: Instance) -> Result<(String, PullRequest), (String, String)> {
+    let mut tests = Vec::new();
+    let mut human = Vec::new();
+    for (n, c) in i.comments.iter().enumerate() {
+        human.push(json!({"path": c.path, "line": c.line, "body": c.text}));
+        let Some(test_path) = &c.test_path else { continue };
+        let field = format!("comments[{n}].test_path");
+        check_repo_path(test_path).map_err(|e| (field.clone(), format!("the path {e}")))?;
+        let code = std::fs::read_to_string(dir.join(test_path))
+            .map_err(|e| (field.clone(), format!("cannot read {test_path}: {e}")))?;
+        let file =
+            Path::new(test_path).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        tests.push(BenchTest {
+            comment: c.id.clone(),
+            file,
+            code,
+            kind: c.kind.clone().unwrap_or_else(|| "structural".into()),
+            category: c.category.clone(),
+        });
+    }
+    let mut extra = Map::new();
+    extra.insert(
+        "benchmark".into(),
+        json!({"tests": tests, "human_comments": human, "environment": i.environment}),
+    );
+    let pr = PullRequest {
+        repo: i.repo,
+        number: i.pull_number,
+        title: i.title,
+        body: i.body,
+        language: None,
+        created_at: i.created_at,
+        base_commit: i.base_commit,
+        head_commit: i.head_commit,
+        fixed_commit: i.fixed_commit,
+        patch: Some(i.patch),
+        fixed_patch: None,
+        extra,
+    };
+    Ok((i.instance_id, pr))
+}

@@ -1,0 +1,207 @@
+//! `review` (the paper's section 4.3, first step): one reviewer reviews each benchmark instance,
+//! given the patch under review and the PR description. Reviewers: `human` (the instance's own
+//! human comments: the upper bound), `llm` (the configured model with a prompt) and `command` (any
+//! tool that prints comments). A tool that crashes, times out or prints no comments is recorded
+//! with that failure and no comments (so it scores zero), never dropped. Runs on PR items of a
+//! `benchmark` source.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use serde_yaml::Mapping;
+
+use super::{Built, Stage, StageContext, TaskFuture, TaskInput};
+use crate::engine::item::{Outcome, Scope};
+use crate::engine::resources::Resource;
+use crate::engine::spec::parse_config;
+use crate::errors::ConfigError;
+use crate::exec::host::{HostError, run_shell};
+use crate::llm::LlmSpec;
+use crate::llm::client::Llm;
+use crate::llm::prompt::Template;
+use crate::repo::Mirrors;
+use crate::repo::workspace::init_baseline;
+use crate::review::{Finding, findings};
+use crate::sources::record::PullRequest;
+
+#[derive(Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+enum ReviewerConfig {
+    Human,
+    Llm {
+        prompt: PathBuf,
+        #[serde(default)]
+        llm: LlmSpec,
+    },
+    Command {
+        /// Run with `sh -c` in a copy of the reviewed code; `{patch_file}` is the patch under
+        /// review, `{description_file}` the PR's title and description.
+        command: String,
+        #[serde(default = "default_timeout")]
+        timeout_secs: u64,
+    },
+}
+
+fn default_timeout() -> u64 {
+    900
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    /// The name the report shows (default: the stage id).
+    name: Option<String>,
+    reviewer: ReviewerConfig,
+}
+
+enum Reviewer {
+    Human,
+    Llm { llm: Box<Llm>, prompt: Template },
+    Command { command: String, timeout: Duration, mirrors: Arc<Mirrors> },
+}
+
+struct Review {
+    name: String,
+    reviewer: Reviewer,
+}
+
+const PLACEHOLDERS: [&str; 3] = ["pr_title", "pr_body", "patch"];
+
+pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError> {
+    let config: Config = parse_config(config)?;
+    let name = config.name.unwrap_or_else(|| ctx.id.to_string());
+    let (reviewer, files, fingerprint) = match config.reviewer {
+        ReviewerConfig::Human => (Reviewer::Human, Vec::new(), Value::Null),
+        ReviewerConfig::Llm { prompt, llm } => {
+            let full = ctx.dir.join(&prompt);
+            let text = std::fs::read_to_string(&full).map_err(|e| {
+                ConfigError::new("reviewer.prompt", format!("cannot read {}: {e}", full.display()))
+            })?;
+            let template =
+                Template::parse(&text, &PLACEHOLDERS).map_err(|e| ConfigError::new("reviewer.prompt", e))?;
+            let settings = ctx.llm.merged(&llm).settings();
+            let llm = Llm::new(settings, &ctx.cache.join("llm"))
+                .map_err(|e| ConfigError::new("reviewer.llm", e))?;
+            let fingerprint = llm.settings.fingerprint();
+            (
+                Reviewer::Llm { llm: Box::new(llm), prompt: template },
+                vec![prompt.to_string_lossy().into_owned()],
+                fingerprint,
+            )
+        }
+        ReviewerConfig::Command { command, timeout_secs } => (
+            Reviewer::Command {
+                command,
+                timeout: Duration::from_secs(timeout_secs),
+                mirrors: ctx.mirrors.clone(),
+            },
+            Vec::new(),
+            Value::Null,
+        ),
+    };
+    let resource = match reviewer {
+        Reviewer::Human => Resource::Cpu,
+        _ => Resource::Llm,
+    };
+    Ok(Built {
+        stage: Arc::new(ReviewStage(Arc::new(Review { name, reviewer }))),
+        version: 1,
+        scope: Scope::Pr,
+        resource,
+        side_effects: !matches!(resource, Resource::Cpu),
+        files,
+        fingerprint_extra: fingerprint,
+    })
+}
+
+/// What a review gave: its comments, or the reason it gave none.
+fn reviewed(name: &str, comments: Vec<Finding>, failure: Option<String>) -> Outcome {
+    Outcome::Kept { output: json!({"reviewer": name, "comments": comments, "failure": failure}) }
+}
+
+impl Review {
+    async fn review(&self, input: &TaskInput) -> Result<Outcome, String> {
+        let pr: PullRequest = serde_json::from_value(input.item.data.clone())
+            .map_err(|_| "the item is not a pull request record")?;
+        match &self.reviewer {
+            Reviewer::Human => {
+                let human = &pr.extra.get("benchmark").and_then(|b| b.get("human_comments")).cloned();
+                let comments: Vec<Finding> = human
+                    .as_ref()
+                    .and_then(|h| serde_json::from_value(h.clone()).ok())
+                    .ok_or("the PR has no human comments: review needs a `benchmark` source")?;
+                Ok(reviewed(&self.name, comments, None))
+            }
+            Reviewer::Llm { llm, prompt } => {
+                let values = BTreeMap::from([
+                    ("pr_title", pr.title.clone()),
+                    ("pr_body", pr.body.clone()),
+                    ("patch", pr.patch.clone().unwrap_or_default()),
+                ]);
+                let (answer, _) =
+                    llm.chat(&llm.request(prompt.render(&values))).await.map_err(|e| e.to_string())?;
+                input.meter.add(answer.usage);
+                let found = findings(&answer.text);
+                let failure = found.is_empty().then(|| "the answer held no review comments".to_string());
+                Ok(reviewed(&self.name, found, failure))
+            }
+            Reviewer::Command { command, timeout, mirrors } => {
+                let work = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
+                let copy = work.path().join("repo");
+                let (mirrors, repo, head, dest) =
+                    (mirrors.clone(), pr.repo.clone(), pr.head_commit.clone(), copy.clone());
+                tokio::task::spawn_blocking(move || {
+                    mirrors.open(&repo, &[&head])?.export_tree(&head, &dest)?;
+                    init_baseline(&dest)
+                })
+                .await
+                .map_err(|e| format!("the git worker failed: {e}"))?
+                .map_err(|e| e.to_string())?;
+                let patch_file = work.path().join("patch.diff");
+                let description_file = work.path().join("description.md");
+                let io = |e: std::io::Error| format!("writing the review inputs: {e}");
+                std::fs::write(&patch_file, pr.patch.clone().unwrap_or_default()).map_err(io)?;
+                std::fs::write(&description_file, format!("{}\n\n{}\n", pr.title, pr.body)).map_err(io)?;
+                let command = command
+                    .replace("{patch_file}", &patch_file.to_string_lossy())
+                    .replace("{description_file}", &description_file.to_string_lossy());
+                let env = [
+                    ("CURATE_PATCH_FILE", patch_file.as_path()),
+                    ("CURATE_DESCRIPTION_FILE", description_file.as_path()),
+                ];
+                // The tool's own failures are results (it scores zero), not errors to retry.
+                let (found, failure) = match run_shell(&command, &copy, &env, *timeout).await {
+                    Ok(out) if out.exit_code != Some(0) => (
+                        Vec::new(),
+                        Some(format!(
+                            "exited with {}: {}",
+                            out.exit_code.map_or("a signal".into(), |c| c.to_string()),
+                            out.stderr.lines().last().unwrap_or("")
+                        )),
+                    ),
+                    Ok(out) => {
+                        let found = findings(&out.stdout);
+                        let failure = found.is_empty().then(|| "printed no review comments".to_string());
+                        (found, failure)
+                    }
+                    Err(e @ HostError::Timeout { .. }) => (Vec::new(), Some(e.to_string())),
+                    Err(e) => return Err(e.to_string()),
+                };
+                Ok(reviewed(&self.name, found, failure))
+            }
+        }
+    }
+}
+
+struct ReviewStage(Arc<Review>);
+
+impl Stage for ReviewStage {
+    fn run(&self, input: TaskInput) -> TaskFuture {
+        let this = self.0.clone();
+        Box::pin(async move { this.review(&input).await.unwrap_or_else(|error| Outcome::Errored { error }) })
+    }
+}

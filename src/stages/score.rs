@@ -1,0 +1,138 @@
+//! `score` (the paper's section 4.3.2): the instance's tests run on the revision a reviewer's
+//! comments led to (the `revise` stage it needs), in the instance's image. Score = passed tests /
+//! tests. Each test's result is kept with its kind and category, for Table 5 and Figures 5 and 7.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bollard::Docker;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use serde_yaml::Mapping;
+use tokio::sync::OnceCell;
+
+use super::{Built, Stage, StageContext, TaskFuture, TaskInput};
+use crate::engine::item::{Outcome, Scope};
+use crate::engine::resources::Resource;
+use crate::engine::spec::parse_config;
+use crate::errors::ConfigError;
+use crate::exec::connect;
+use crate::exec::docker::image_exists;
+use crate::exec::testrun::{State, Verdict, run_test};
+use crate::repo::Mirrors;
+use crate::repo::workspace::{apply_patch, init_baseline};
+use crate::sources::benchmark::BenchTest;
+use crate::sources::record::PullRequest;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    /// Seconds each test may take.
+    #[serde(default = "default_timeout")]
+    timeout_secs: u64,
+}
+
+fn default_timeout() -> u64 {
+    60
+}
+
+struct Score {
+    mirrors: Arc<Mirrors>,
+    docker: OnceCell<Docker>,
+    timeout: Duration,
+}
+
+pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError> {
+    let config: Config = parse_config(config)?;
+    Ok(Built {
+        stage: Arc::new(ScoreStage(Arc::new(Score {
+            mirrors: ctx.mirrors.clone(),
+            docker: OnceCell::new(),
+            timeout: Duration::from_secs(config.timeout_secs),
+        }))),
+        version: 1,
+        scope: Scope::Pr,
+        resource: Resource::Docker,
+        side_effects: true,
+        files: Vec::new(),
+        fingerprint_extra: Value::Null,
+    })
+}
+
+impl Score {
+    async fn score(&self, input: &TaskInput) -> Result<Outcome, String> {
+        let pr: PullRequest = serde_json::from_value(input.item.data.clone())
+            .map_err(|_| "the item is not a pull request record")?;
+        let bench = pr.extra.get("benchmark").ok_or("score needs PRs from a `benchmark` source")?;
+        let tests: Vec<BenchTest> =
+            serde_json::from_value(bench["tests"].clone()).map_err(|e| e.to_string())?;
+        let image = bench["environment"]["image"].as_str().unwrap_or_default().to_string();
+        let revision = input
+            .upstream
+            .values()
+            .find(|v| v.get("patch").is_some() && v.get("reviewer").is_some())
+            .ok_or("score needs a revise stage upstream (`needs: <revise stage>`)")?;
+        let patch = revision["patch"].as_str().unwrap_or_default().to_string();
+        let docker = self.docker.get_or_try_init(connect).await.map_err(|e| e.to_string())?.clone();
+        if !image_exists(&docker, &image).await.map_err(|e| e.to_string())? {
+            return Err(format!(
+                "the instance's image `{image}` is not here; build it from the export's Dockerfiles (environments/{}/)",
+                input.item.id
+            ));
+        }
+        let work = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
+        let copy = work.path().join("repo");
+        let (mirrors, repo, head, dest) =
+            (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone(), copy.clone());
+        let applied = tokio::task::spawn_blocking(move || -> Result<Result<(), String>, String> {
+            mirrors
+                .open(&repo, &[&head])
+                .and_then(|m| m.export_tree(&head, &dest))
+                .map_err(|e| e.to_string())?;
+            init_baseline(&dest).map_err(|e| e.to_string())?;
+            Ok(apply_patch(&dest, &patch).map_err(|e| e.to_string()))
+        })
+        .await
+        .map_err(|e| format!("the git worker failed: {e}"))??;
+        let mut results = Vec::new();
+        let mut passed = 0;
+        for t in &tests {
+            // A revision that does not apply passes nothing; the tests need not run.
+            let verdict = if applied.is_ok() {
+                let run = run_test(&docker, &image, State::Tree(&copy), (&t.file, &t.code), self.timeout)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                run.verdict
+            } else {
+                Verdict::CollectionError
+            };
+            let ok = verdict == Verdict::Passed;
+            passed += usize::from(ok);
+            results.push(json!({
+                "comment": t.comment, "kind": t.kind, "category": t.category, "passed": ok, "verdict": verdict,
+            }));
+        }
+        let total = tests.len();
+        Ok(Outcome::Kept {
+            output: json!({
+                "reviewer": revision["reviewer"],
+                "review_failure": revision["review_failure"],
+                "comments": revision["comments"],
+                "patch_applied": applied.as_ref().err(),
+                "tests": results,
+                "passed": passed,
+                "total": total,
+                "score": if total == 0 { 0.0 } else { passed as f64 / total as f64 },
+            }),
+        })
+    }
+}
+
+struct ScoreStage(Arc<Score>);
+
+impl Stage for ScoreStage {
+    fn run(&self, input: TaskInput) -> TaskFuture {
+        let this = self.0.clone();
+        Box::pin(async move { this.score(&input).await.unwrap_or_else(|error| Outcome::Errored { error }) })
+    }
+}
