@@ -108,6 +108,12 @@ pub fn judge(reviewed: &TestRun, fixed: &TestRun, project: &[String]) -> Result<
             )
         });
     }
+    if reviewed.verdict == Verdict::ImportError && fixed.verdict == Verdict::ImportError {
+        return Err(Miss::new(
+            BROKEN_IMPORT,
+            "The test cannot be imported on either commit: it imports a module or name that exists on neither (see the output). Import only what the code shown defines, or the standard library.",
+        ));
+    }
     if is_own_failure(reviewed, project) {
         return match fixed.verdict {
             Verdict::Passed => Ok(()),
@@ -190,6 +196,8 @@ mod tests {
             "E   ImportError: cannot import name 'parse_weeks' from 'durations' (/repo/durations/__init__.py)",
         );
         assert_eq!(judge(&missing, &run(Verdict::Passed, ""), &p), Ok(()), "a name the fix adds");
+        let neither = judge(&missing, &missing, &p).unwrap_err();
+        assert_eq!(neither.reason, reasons::BROKEN_IMPORT, "a project name that exists on neither side");
     }
 
     #[test]
