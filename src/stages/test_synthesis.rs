@@ -132,7 +132,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError>
             timeout: Duration::from_secs(config.timeout_secs),
             file_lines: config.file_lines,
         }))),
-        version: 1,
+        // 2: an import error on both sides is judged a broken import.
+        version: 2,
         scope: Scope::Comment,
         resource: Resource::Llm,
         side_effects: true,
