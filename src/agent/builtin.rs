@@ -25,13 +25,6 @@ pub struct BuiltinAgent {
     max_steps: u32,
 }
 
-fn template(ctx: &StageContext, key: &str, path: &Path, known: &[&str]) -> Result<Template, ConfigError> {
-    let full = ctx.dir.join(path);
-    let text = std::fs::read_to_string(&full)
-        .map_err(|e| ConfigError::new(key, format!("cannot read {}: {e}", full.display())))?;
-    Template::parse(&text, known).map_err(|e| ConfigError::new(key, e))
-}
-
 impl BuiltinAgent {
     pub fn new(
         ctx: &StageContext,
@@ -46,8 +39,8 @@ impl BuiltinAgent {
         let settings = ctx.llm.merged(llm).settings();
         Ok(BuiltinAgent {
             llm: Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("agent.llm", e))?,
-            prompt: template(ctx, "agent.prompt", prompt, &PLACEHOLDERS)?,
-            feedback: template(ctx, "agent.feedback_prompt", feedback, &["errors"])?,
+            prompt: ctx.template("agent.prompt", prompt, &PLACEHOLDERS)?,
+            feedback: ctx.template("agent.feedback_prompt", feedback, &["errors"])?,
             max_steps,
         })
     }

@@ -37,11 +37,7 @@ impl CommandAgent {
         if command.trim().is_empty() {
             return Err(ConfigError::new("agent.command", "is empty"));
         }
-        let full = ctx.dir.join(prompt);
-        let text = std::fs::read_to_string(&full)
-            .map_err(|e| ConfigError::new("agent.prompt", format!("cannot read {}: {e}", full.display())))?;
-        let prompt =
-            Template::parse(&text, &PLACEHOLDERS).map_err(|e| ConfigError::new("agent.prompt", e))?;
+        let prompt = ctx.template("agent.prompt", prompt, &PLACEHOLDERS)?;
         Ok(CommandAgent { command: command.to_string(), prompt, timeout: Duration::from_secs(timeout_secs) })
     }
 

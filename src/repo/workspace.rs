@@ -70,6 +70,24 @@ pub fn init_baseline(dir: &Path) -> Result<(), RepoError> {
     Ok(())
 }
 
+/// A history-free working copy of `commit` of `repo` in `dest` (see the module's doc), made on a
+/// blocking thread. Errors are said in words, for a task's error.
+pub async fn history_free_copy(
+    mirrors: std::sync::Arc<super::Mirrors>,
+    repo: &str,
+    commit: &str,
+    dest: &Path,
+) -> Result<(), String> {
+    let (repo, commit, dest) = (repo.to_string(), commit.to_string(), dest.to_path_buf());
+    tokio::task::spawn_blocking(move || {
+        mirrors.open(&repo, &[&commit])?.export_tree(&commit, &dest)?;
+        init_baseline(&dest)
+    })
+    .await
+    .map_err(|e| format!("the git worker failed: {e}"))?
+    .map_err(|e| e.to_string())
+}
+
 /// What changed in `dir` since its baseline commit, as a unified diff; new files included.
 pub fn working_diff(dir: &Path) -> Result<String, RepoError> {
     let repo = Repository::open(dir).map_err(|e| git(dir, e))?;

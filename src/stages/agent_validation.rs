@@ -25,7 +25,7 @@ use crate::errors::ConfigError;
 use crate::exec::connect;
 use crate::exec::testrun::{State, Verdict, run_test};
 use crate::repo::Mirrors;
-use crate::repo::workspace::init_baseline;
+use crate::repo::workspace::history_free_copy;
 use crate::sources::record::{PullRequest, ReviewComment};
 use crate::synthesis::oracle::for_feedback;
 
@@ -139,16 +139,7 @@ impl Validation {
         for attempt in 1..=self.attempts {
             let work = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
             let copy = work.path().join("repo");
-            let (mirrors, repo, head, dest) =
-                (self.mirrors.clone(), i.pr.repo.clone(), i.pr.head_commit.clone(), copy.clone());
-            tokio::task::spawn_blocking(move || {
-                let mirror = mirrors.open(&repo, &[&head])?;
-                mirror.export_tree(&head, &dest)?;
-                init_baseline(&dest)
-            })
-            .await
-            .map_err(|e| format!("the git worker failed: {e}"))?
-            .map_err(|e| e.to_string())?;
+            history_free_copy(self.mirrors.clone(), &i.pr.repo, &i.pr.head_commit, &copy).await?;
             let revision = match self.agent.revise(&i.task, &copy, attempt, &input.meter).await {
                 Ok(r) => r,
                 Err(AgentError::Infra(e)) => return Err(e),

@@ -14,6 +14,7 @@ use serde_yaml::Mapping;
 use crate::engine::item::{Item, Outcome, Scope};
 use crate::engine::resources::Resource;
 use crate::errors::ConfigError;
+use crate::llm::prompt::Template;
 use crate::llm::{LlmSpec, Usage};
 use crate::repo::Mirrors;
 
@@ -64,6 +65,17 @@ pub struct StageContext<'a> {
     pub llm: &'a LlmSpec,
     /// The cache directory (`cache/llm` holds recorded model answers).
     pub cache: &'a Path,
+}
+
+impl StageContext<'_> {
+    /// The prompt template at `path` (relative to the pipeline file), checked to use only the
+    /// `known` placeholders; errors name the config `key`.
+    pub fn template(&self, key: &str, path: &Path, known: &[&str]) -> Result<Template, ConfigError> {
+        let full = self.dir.join(path);
+        let text = std::fs::read_to_string(&full)
+            .map_err(|e| ConfigError::new(key, format!("cannot read {}: {e}", full.display())))?;
+        Template::parse(&text, known).map_err(|e| ConfigError::new(key, e))
+    }
 }
 
 /// A built stage and the facts the engine needs about it.

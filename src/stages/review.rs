@@ -24,7 +24,7 @@ use crate::llm::LlmSpec;
 use crate::llm::client::Llm;
 use crate::llm::prompt::Template;
 use crate::repo::Mirrors;
-use crate::repo::workspace::init_baseline;
+use crate::repo::workspace::history_free_copy;
 use crate::review::{Finding, findings};
 use crate::sources::record::PullRequest;
 
@@ -77,12 +77,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError>
     let (reviewer, files, fingerprint) = match config.reviewer {
         ReviewerConfig::Human => (Reviewer::Human, Vec::new(), Value::Null),
         ReviewerConfig::Llm { prompt, llm } => {
-            let full = ctx.dir.join(&prompt);
-            let text = std::fs::read_to_string(&full).map_err(|e| {
-                ConfigError::new("reviewer.prompt", format!("cannot read {}: {e}", full.display()))
-            })?;
-            let template =
-                Template::parse(&text, &PLACEHOLDERS).map_err(|e| ConfigError::new("reviewer.prompt", e))?;
+            let template = ctx.template("reviewer.prompt", &prompt, &PLACEHOLDERS)?;
             let settings = ctx.llm.merged(&llm).settings();
             let llm = Llm::new(settings, &ctx.cache.join("llm"))
                 .map_err(|e| ConfigError::new("reviewer.llm", e))?;
@@ -152,15 +147,7 @@ impl Review {
             Reviewer::Command { command, timeout, mirrors } => {
                 let work = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
                 let copy = work.path().join("repo");
-                let (mirrors, repo, head, dest) =
-                    (mirrors.clone(), pr.repo.clone(), pr.head_commit.clone(), copy.clone());
-                tokio::task::spawn_blocking(move || {
-                    mirrors.open(&repo, &[&head])?.export_tree(&head, &dest)?;
-                    init_baseline(&dest)
-                })
-                .await
-                .map_err(|e| format!("the git worker failed: {e}"))?
-                .map_err(|e| e.to_string())?;
+                history_free_copy(mirrors.clone(), &pr.repo, &pr.head_commit, &copy).await?;
                 let patch_file = work.path().join("patch.diff");
                 let description_file = work.path().join("description.md");
                 let io = |e: std::io::Error| format!("writing the review inputs: {e}");

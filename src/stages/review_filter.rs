@@ -183,10 +183,7 @@ fn tail_lines(text: &str, n: usize) -> String {
 
 impl Filter {
     pub fn build(ctx: &StageContext, config: &Config) -> Result<Filter, ConfigError> {
-        let path = ctx.dir.join(&config.prompt);
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| ConfigError::new("prompt", format!("cannot read {}: {e}", path.display())))?;
-        let template = Template::parse(&text, &PLACEHOLDERS).map_err(|e| ConfigError::new("prompt", e))?;
+        let template = ctx.template("prompt", &config.prompt, &PLACEHOLDERS)?;
         let settings = ctx.llm.merged(&config.llm).settings();
         let llm = Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("llm", e))?;
         Ok(Filter { llm: Arc::new(llm), template })

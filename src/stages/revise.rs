@@ -16,7 +16,7 @@ use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
 use crate::repo::Mirrors;
-use crate::repo::workspace::init_baseline;
+use crate::repo::workspace::history_free_copy;
 use crate::review::Finding;
 use crate::sources::record::PullRequest;
 
@@ -64,15 +64,7 @@ impl Revise {
         }
         let work = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
         let copy = work.path().join("repo");
-        let (mirrors, repo, head, dest) =
-            (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone(), copy.clone());
-        tokio::task::spawn_blocking(move || {
-            mirrors.open(&repo, &[&head])?.export_tree(&head, &dest)?;
-            init_baseline(&dest)
-        })
-        .await
-        .map_err(|e| format!("the git worker failed: {e}"))?
-        .map_err(|e| e.to_string())?;
+        history_free_copy(self.mirrors.clone(), &pr.repo, &pr.head_commit, &copy).await?;
         // The files the comments are on, as they are at the reviewed commit.
         let mut shown: Vec<(String, String)> = Vec::new();
         for path in comments.iter().filter_map(|c| c.path.as_deref()) {

@@ -20,7 +20,7 @@ use crate::exec::connect;
 use crate::exec::docker::image_exists;
 use crate::exec::testrun::{State, Verdict, run_test};
 use crate::repo::Mirrors;
-use crate::repo::workspace::{apply_patch, init_baseline};
+use crate::repo::workspace::{apply_patch, history_free_copy};
 use crate::sources::benchmark::BenchTest;
 use crate::sources::record::PullRequest;
 
@@ -82,18 +82,13 @@ impl Score {
         }
         let work = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
         let copy = work.path().join("repo");
-        let (mirrors, repo, head, dest) =
-            (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone(), copy.clone());
-        let applied = tokio::task::spawn_blocking(move || -> Result<Result<(), String>, String> {
-            mirrors
-                .open(&repo, &[&head])
-                .and_then(|m| m.export_tree(&head, &dest))
-                .map_err(|e| e.to_string())?;
-            init_baseline(&dest).map_err(|e| e.to_string())?;
-            Ok(apply_patch(&dest, &patch).map_err(|e| e.to_string()))
-        })
-        .await
-        .map_err(|e| format!("the git worker failed: {e}"))??;
+        history_free_copy(self.mirrors.clone(), &pr.repo, &pr.head_commit, &copy).await?;
+        // A revision that does not apply is a result (it passes nothing), not an error.
+        let (dir, diff) = (copy.clone(), patch.clone());
+        let applied =
+            tokio::task::spawn_blocking(move || apply_patch(&dir, &diff).map_err(|e| e.to_string()))
+                .await
+                .map_err(|e| format!("the git worker failed: {e}"))?;
         let mut results = Vec::new();
         let mut passed = 0;
         for t in &tests {

@@ -95,18 +95,6 @@ struct Synthesis {
     file_lines: usize,
 }
 
-fn read_template(
-    ctx: &StageContext,
-    key: &str,
-    path: &Path,
-    known: &[&str],
-) -> Result<Template, ConfigError> {
-    let full = ctx.dir.join(path);
-    let text = std::fs::read_to_string(&full)
-        .map_err(|e| ConfigError::new(key, format!("cannot read {}: {e}", full.display())))?;
-    Template::parse(&text, known).map_err(|e| ConfigError::new(key, e))
-}
-
 pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError> {
     let config: Config = parse_config(config)?;
     if config.max_attempts == 0 {
@@ -115,8 +103,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError>
     if config.repeats == 0 {
         return Err(ConfigError::new("repeats", "must be at least 1"));
     }
-    let prompt = read_template(ctx, "prompt", &config.prompt, &PLACEHOLDERS)?;
-    let feedback = read_template(ctx, "feedback_prompt", &config.feedback_prompt, &FEEDBACK_PLACEHOLDERS)?;
+    let prompt = ctx.template("prompt", &config.prompt, &PLACEHOLDERS)?;
+    let feedback = ctx.template("feedback_prompt", &config.feedback_prompt, &FEEDBACK_PLACEHOLDERS)?;
     let settings = ctx.llm.merged(&config.llm).settings();
     let llm = Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("llm", e))?;
     let fingerprint = llm.settings.fingerprint();
