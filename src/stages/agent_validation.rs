@@ -26,7 +26,7 @@ use crate::exec::connect;
 use crate::exec::testrun::{State, Verdict, run_test};
 use crate::repo::Mirrors;
 use crate::repo::workspace::history_free_copy;
-use crate::sources::record::{PullRequest, ReviewComment};
+use crate::sources::record::PullRequest;
 use crate::synthesis::oracle::for_feedback;
 
 #[derive(Deserialize)]
@@ -93,15 +93,9 @@ struct Inputs {
 }
 
 fn inputs(input: &TaskInput) -> Result<Inputs, String> {
-    let pr = input
-        .pr
-        .as_ref()
-        .and_then(|p| serde_json::from_value::<PullRequest>(p.data.clone()).ok())
-        .ok_or("the comment's PR is not a pull request record")?;
-    let comment = serde_json::from_value::<ReviewComment>(input.item.data.clone())
-        .map_err(|_| "the item is not a review comment record")?;
+    let (pr, comment) = input.comment_records()?;
     let find = |key: &str, stage: &str| {
-        input.upstream.values().find(|v| v.get(key).is_some()).cloned().ok_or(format!(
+        input.upstream_with(key).cloned().ok_or(format!(
             "agent_validation needs a {stage} stage upstream (`needs: [tests, context, environment]`)"
         ))
     };

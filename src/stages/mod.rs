@@ -17,6 +17,7 @@ use crate::errors::ConfigError;
 use crate::llm::prompt::Template;
 use crate::llm::{LlmSpec, Usage};
 use crate::repo::Mirrors;
+use crate::sources::record::{PullRequest, ReviewComment};
 
 pub mod agent_validation;
 pub mod comment_context;
@@ -108,6 +109,26 @@ pub struct TaskInput {
     /// Where the task adds the model tokens it used.
     #[serde(skip)]
     pub meter: Arc<Meter>,
+}
+
+impl TaskInput {
+    /// A comment task's PR record and its own comment record.
+    pub fn comment_records(&self) -> Result<(PullRequest, ReviewComment), String> {
+        let pr = self
+            .pr
+            .as_ref()
+            .and_then(|p| serde_json::from_value::<PullRequest>(p.data.clone()).ok())
+            .ok_or("the comment's PR is not a pull request record")?;
+        let comment = serde_json::from_value::<ReviewComment>(self.item.data.clone())
+            .map_err(|_| "the item is not a review comment record")?;
+        Ok((pr, comment))
+    }
+
+    /// The output of the upstream stage that provides `key`: stages find what they need by what
+    /// it holds, whatever the upstream stage is called.
+    pub fn upstream_with(&self, key: &str) -> Option<&Value> {
+        self.upstream.values().find(|v| v.get(key).is_some())
+    }
 }
 
 /// Token usage of one task, added to by the stage, read by the scheduler when the task ends.

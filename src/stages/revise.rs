@@ -50,9 +50,7 @@ impl Revise {
         let pr: PullRequest = serde_json::from_value(input.item.data.clone())
             .map_err(|_| "the item is not a pull request record")?;
         let review = input
-            .upstream
-            .values()
-            .find(|v| v.get("reviewer").is_some())
+            .upstream_with("reviewer")
             .ok_or("revise needs a review stage upstream (`needs: <review stage>`)")?;
         let reviewer = review["reviewer"].clone();
         let failure = review["failure"].clone();

@@ -199,14 +199,8 @@ struct Inputs {
 }
 
 fn inputs(input: &TaskInput) -> Result<Inputs, String> {
-    let pr = input
-        .pr
-        .as_ref()
-        .and_then(|p| serde_json::from_value::<PullRequest>(p.data.clone()).ok())
-        .ok_or("the comment's PR is not a pull request record")?;
-    let comment = serde_json::from_value::<ReviewComment>(input.item.data.clone())
-        .map_err(|_| "the item is not a review comment record")?;
-    let find = |key: &str| input.upstream.values().find(|v| v.get(key).is_some()).cloned();
+    let (pr, comment) = input.comment_records()?;
+    let find = |key: &str| input.upstream_with(key).cloned();
     let context = find("file_before")
         .ok_or("test_synthesis needs a comment_context stage upstream (`needs: [context, environment]`)")?;
     let environment = find("image")
