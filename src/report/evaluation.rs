@@ -1,7 +1,9 @@
 //! The results of an evaluation pipeline: the paper's Table 5 (per reviewer: comments in total and
 //! per PR, pass rate on behavioural tests, on structural tests, overall), the pass rate by review
 //! category (Figure 7), and which tests each reviewer's comments led to passing, with their union
-//! and what only one reviewer got (Figure 5). Read from the kept outputs of `score` stages.
+//! and what only one reviewer got (Figure 5). Read from the kept outputs of `score` stages. For
+//! contrast, the text similarity of each reviewer's comments to the human ones (the paper's Table
+//! 2), read from the `review` stages.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -9,6 +11,8 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use crate::engine::flow::{Flow, TaskState};
+use crate::review::similarity::Similarity;
+use crate::review::{Finding, nearest};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Rate {
@@ -42,6 +46,52 @@ pub struct ReviewerRow {
     pub by_category: BTreeMap<String, Rate>,
     /// The tests (by comment id) this reviewer's revision passed.
     pub passed_tests: BTreeSet<String>,
+    /// Mean similarity of its comments to the nearest human comment; `None` without a review
+    /// stage of the same reviewer or without comments.
+    pub text_similarity: Option<TextSimilarity>,
+}
+
+/// Mean BLEU-4, ROUGE-L and chrF over a reviewer's comments, each paired with the nearest human
+/// comment of its instance.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TextSimilarity {
+    pub pairs: usize,
+    pub mean: Similarity,
+}
+
+/// Text similarity per reviewer name, over the kept outputs of every `review` stage.
+fn text_similarity(flow: &Flow, states: &[Vec<TaskState>]) -> BTreeMap<String, TextSimilarity> {
+    let mut sums: BTreeMap<String, (usize, Similarity)> = BTreeMap::new();
+    for (s, _) in flow.pipeline.stages.iter().enumerate().filter(|(_, p)| p.kind == "review") {
+        for x in flow.tasks(s) {
+            let TaskState::Kept { output, .. } = &states[s][x] else { continue };
+            let Some(name) = output["reviewer"].as_str() else { continue };
+            let parse =
+                |v: &serde_json::Value| serde_json::from_value::<Vec<Finding>>(v.clone()).unwrap_or_default();
+            let humans = parse(&flow.data.items[x].data["benchmark"]["human_comments"]);
+            let (pairs, sum) = sums.entry(name.to_string()).or_default();
+            for finding in parse(&output["comments"]) {
+                let Some(human) = nearest(&finding, &humans) else { continue };
+                let one = Similarity::between(&finding.body, &human.body);
+                *pairs += 1;
+                sum.bleu4 += one.bleu4;
+                sum.rouge_l += one.rouge_l;
+                sum.chrf += one.chrf;
+            }
+        }
+    }
+    let round = |v: f64, n: usize| (10.0 * v / n as f64).round() / 10.0;
+    sums.into_iter()
+        .filter(|(_, (pairs, _))| *pairs > 0)
+        .map(|(name, (pairs, sum))| {
+            let mean = Similarity {
+                bleu4: round(sum.bleu4, pairs),
+                rouge_l: round(sum.rouge_l, pairs),
+                chrf: round(sum.chrf, pairs),
+            };
+            (name, TextSimilarity { pairs, mean })
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -69,6 +119,7 @@ pub fn evaluation(flow: &Flow, states: &[Vec<TaskState>]) -> Option<Evaluation> 
             overall: Rate::default(),
             by_category: BTreeMap::new(),
             passed_tests: BTreeSet::new(),
+            text_similarity: None,
         };
         for x in flow.tasks(s) {
             let TaskState::Kept { output, .. } = &states[s][x] else { continue };
@@ -101,6 +152,10 @@ pub fn evaluation(flow: &Flow, states: &[Vec<TaskState>]) -> Option<Evaluation> 
     }
     if reviewers.is_empty() {
         return None;
+    }
+    let similarity = text_similarity(flow, states);
+    for row in &mut reviewers {
+        row.text_similarity = similarity.get(&row.reviewer).cloned();
     }
     let union = reviewers.iter().flat_map(|r| r.passed_tests.iter()).collect::<BTreeSet<_>>().len();
     Some(Evaluation { reviewers, tests: all_tests.len(), union })
@@ -158,6 +213,23 @@ impl Evaluation {
         }
         let _ =
             writeln!(out, "\nUnion: {} of {} tests passed by at least one reviewer.", self.union, self.tests);
+        if self.reviewers.iter().any(|r| r.text_similarity.is_some()) {
+            let _ = writeln!(out, "\n## Text similarity to the human comments (Table 2, for contrast)\n");
+            let _ = writeln!(
+                out,
+                "Each comment against the human comment nearest in file and line, 0–100; the executable pass rates above are what counts.\n"
+            );
+            let _ =
+                writeln!(out, "| Reviewer | Pairs | BLEU-4 | ROUGE-L | chrF |\n|---|---:|---:|---:|---:|");
+            for r in &self.reviewers {
+                let Some(t) = &r.text_similarity else { continue };
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {:.1} | {:.1} | {:.1} |",
+                    r.reviewer, t.pairs, t.mean.bleu4, t.mean.rouge_l, t.mean.chrf
+                );
+            }
+        }
         out
     }
 }

@@ -3,6 +3,8 @@
 //! is the configured LLM with a prompt; any other tool is a command whose output is read as
 //! comments. What a tool printed becomes [`Finding`]s here, whatever form it took.
 
+pub mod similarity;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -79,9 +81,38 @@ pub fn findings(output: &str) -> Vec<Finding> {
         .collect()
 }
 
+/// The human comment `finding` is compared with for text similarity: the nearest in file and
+/// line. One on the same file beats any other; among those, the nearest line (a missing line
+/// counts as farthest); ties go to the first. `None` only when there are no human comments.
+pub fn nearest<'h>(finding: &Finding, humans: &'h [Finding]) -> Option<&'h Finding> {
+    humans.iter().min_by_key(|h| {
+        let other_file = finding.path.is_none() || h.path != finding.path;
+        let distance = match (finding.line, h.line) {
+            (Some(a), Some(b)) => a.abs_diff(b),
+            _ => u64::MAX,
+        };
+        (other_file, distance)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_nearest_human_comment_shares_the_file_first_then_the_line() {
+        let at = |path: &str, line: Option<u64>, body: &str| Finding {
+            path: Some(path.into()),
+            line,
+            body: body.into(),
+        };
+        let humans = [at("a.py", Some(3), "a3"), at("b.py", Some(40), "b40"), at("b.py", Some(10), "b10")];
+        assert_eq!(nearest(&at("b.py", Some(12), "x"), &humans).unwrap().body, "b10");
+        assert_eq!(nearest(&at("a.py", Some(90), "x"), &humans).unwrap().body, "a3");
+        assert_eq!(nearest(&at("c.py", Some(10), "x"), &humans).unwrap().body, "b10");
+        assert_eq!(nearest(&at("b.py", None, "x"), &humans).unwrap().body, "b40");
+        assert!(nearest(&at("b.py", None, "x"), &[]).is_none());
+    }
 
     #[test]
     fn comments_are_read_from_every_form_tools_print() {
