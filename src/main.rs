@@ -48,13 +48,20 @@ enum Command {
         #[command(flatten)]
         select: Select,
     },
-    /// The funnel: PRs and comments remaining after each stage, with rejection reasons.
+    /// The funnel: PRs and comments remaining after each stage, with rejection reasons; Table 4
+    /// once tests exist; for an evaluation pipeline, Table 5 with its figures and the text
+    /// similarity to the human comments.
     Report {
         pipeline: PathBuf,
         #[command(flatten)]
         select: Select,
+        /// md and json print the report; html prints one self-contained page with the figures.
         #[arg(long, value_enum, default_value_t = ReportFormat::Md)]
         format: ReportFormat,
+        /// Also write the figures as SVG files into DIR (funnel.svg; for an evaluation,
+        /// overlaps.svg and categories.svg).
+        #[arg(long, value_name = "DIR")]
+        charts: Option<PathBuf>,
     },
     /// Write the finished benchmark as files: instances.jsonl, the tests, the Dockerfiles and
     /// install scripts, and stats.json / stats.md (the paper's Table 4). The same state always
@@ -140,8 +147,8 @@ fn main() -> ExitCode {
             commands::run(&pipeline, &opts)
         }
         Command::Status { pipeline, select } => commands::status(&pipeline, &select.selection(false)),
-        Command::Report { pipeline, select, format } => {
-            commands::report(&pipeline, &select.selection(false), format)
+        Command::Report { pipeline, select, format, charts } => {
+            commands::report(&pipeline, &select.selection(false), format, charts.as_deref())
         }
         Command::Export { pipeline, out, stage, select } => {
             commands::export(&pipeline, &select.selection(false), &out, stage.as_deref())

@@ -15,6 +15,7 @@ use crate::{export, report};
 pub enum ReportFormat {
     Md,
     Json,
+    Html,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -60,7 +61,12 @@ pub fn status(path: &Path, sel: &Selection) -> Result<u8, Failure> {
     Ok(exit::OK)
 }
 
-pub fn report(path: &Path, sel: &Selection, format: ReportFormat) -> Result<u8, Failure> {
+pub fn report(
+    path: &Path,
+    sel: &Selection,
+    format: ReportFormat,
+    charts: Option<&Path>,
+) -> Result<u8, Failure> {
     let loaded = load(path, sel)?;
     let records = store::load(&loaded.state_dir).context("reading the state")?;
     let flow = Flow::new(&loaded.pipeline, &loaded.data);
@@ -77,15 +83,45 @@ pub fn report(path: &Path, sel: &Selection, format: ReportFormat) -> Result<u8, 
         .map(|last| export::assemble(&flow, &states, last).stats);
     // Table 5 and its figures, for an evaluation pipeline.
     let evaluation = report::evaluation::evaluation(&flow, &states);
+    let markdown = || {
+        let mut md = funnel.to_markdown();
+        if let Some(stats) = &stats {
+            md.push_str(&format!("\n## Benchmark statistics (Table 4)\n\n{}", stats.to_markdown()));
+        }
+        if let Some(evaluation) = &evaluation {
+            md.push_str(&format!("\n{}", evaluation.to_markdown()));
+        }
+        md
+    };
+    let mut figures = vec![("funnel.svg", "The funnel (Table 3)", report::chart::funnel(&funnel))];
+    if let Some(evaluation) = &evaluation {
+        figures.push((
+            "overlaps.svg",
+            "Tests passed by each set of reviewers (Figure 5)",
+            report::chart::overlaps(evaluation),
+        ));
+        figures.push((
+            "categories.svg",
+            "Pass rate by review category (Figure 7)",
+            report::chart::categories(evaluation),
+        ));
+    }
+    if let Some(dir) = charts {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        for (file, _, svg) in &figures {
+            let path = dir.join(file);
+            std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
     match format {
-        ReportFormat::Md => {
-            print!("{}", funnel.to_markdown());
-            if let Some(stats) = &stats {
-                print!("\n## Benchmark statistics (Table 4)\n\n{}", stats.to_markdown());
-            }
-            if let Some(evaluation) = &evaluation {
-                print!("\n{}", evaluation.to_markdown());
-            }
+        ReportFormat::Md => print!("{}", markdown()),
+        ReportFormat::Html => {
+            let captioned: Vec<(&str, String)> =
+                figures.into_iter().map(|(_, caption, svg)| (caption, svg)).collect();
+            print!(
+                "{}",
+                report::html::page(&format!("curate report: {}", funnel.pipeline), &markdown(), &captioned)
+            );
         }
         ReportFormat::Json => {
             let mut value = serde_json::to_value(&funnel).context("encoding the report")?;
