@@ -217,7 +217,13 @@ stages:
     assert!(s.read("bench1/stats.md").contains("| Instances (PRs) | 1 |"));
 
     // Scoring review tools on that benchmark: the human comments (the upper bound), a tool whose
-    // comments miss the point, and a tool that crashes.
+    // comments miss the point, and a tool that crashes. The instance's image is renamed to one this
+    // machine lacks, so scoring must make it again from the exported Dockerfiles.
+    let fresh_image = format!("curate-test/rebuilt-{}:v1", std::process::id());
+    let renamed = s
+        .read("bench1/instances.jsonl")
+        .replace(instances[0]["environment"]["image"].as_str().unwrap(), &fresh_image);
+    s.write("bench1/instances.jsonl", &renamed);
     let agent = format!(
         "{{kind: builtin, prompt: {p}/agent.md, feedback_prompt: {p}/agent_feedback.md, max_steps: 1}}",
         p = prompts.display()
@@ -255,6 +261,34 @@ stages:
     let md = s.curate(&["report", "eval.yaml"]);
     let md = String::from_utf8_lossy(&md.stdout);
     assert!(md.contains("| human | 1 | 1 | 1.00 | 0 | 100.0% (1/1) | – | 100.0% (1/1) |"), "{md}");
+    let rebuilt = Command::new("docker").args(["image", "rm", &fresh_image]).output().unwrap();
+    assert!(
+        rebuilt.status.success(),
+        "the image was made from the export: {}",
+        String::from_utf8_lossy(&rebuilt.stderr)
+    );
+
+    // The text-similarity contrast: the human comments against themselves score full marks.
+    let similarity = |name: &str| &row(name)["text_similarity"];
+    assert_eq!(similarity("human")["pairs"], 1);
+    assert_eq!(similarity("human")["mean"]["bleu4"], 100.0);
+    assert_eq!(similarity("human")["mean"]["chrf"], 100.0);
+    assert!(similarity("vague")["mean"]["rouge_l"].as_f64().unwrap() < 50.0, "{report}");
+    assert!(similarity("broken").is_null(), "no comments, nothing to compare");
+    assert!(md.contains("| vague | 1 |"), "{md}");
+
+    // The same report as one HTML page, and its figures as SVG files.
+    let html = s.curate(&["report", "eval.yaml", "--format", "html", "--charts", "charts"]);
+    assert_eq!(html.status.code(), Some(0), "{}", stderr(&html));
+    let html = String::from_utf8_lossy(&html.stdout);
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    assert!(html.contains("<td>human</td><td class=\"n\">1</td>"), "{html}");
+    assert_eq!(html.matches("<svg").count(), 3, "the funnel, Figure 5 and Figure 7");
+    for chart in ["funnel.svg", "overlaps.svg", "categories.svg"] {
+        let svg = s.read(&format!("charts/{chart}"));
+        assert!(svg.starts_with("<svg") && svg.contains("</svg>"), "{chart}");
+    }
+    assert!(s.read("charts/overlaps.svg").contains("human (1)"));
 }
 
 #[test]

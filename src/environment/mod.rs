@@ -5,4 +5,5 @@
 //! repository at the reviewed commit installed in editable mode.
 
 pub mod detect;
+pub mod rebuild;
 pub mod recipe;

@@ -1,25 +1,14 @@
 //! Building an image from a Dockerfile and a build context through bollard.
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bollard::Docker;
 use bollard::query_parameters::BuildImageOptionsBuilder;
 use futures_util::StreamExt;
 
 use super::docker::ExecError;
-
-/// What goes into the build context besides the Dockerfile.
-pub enum Context<'a> {
-    File {
-        path: &'a str,
-        bytes: &'a [u8],
-    },
-    /// A directory copied whole under `path`.
-    Dir {
-        path: &'a str,
-        dir: &'a Path,
-    },
-}
 
 /// A build that ran and failed: the Dockerfile step or the command inside it.
 #[derive(Debug, Clone)]
@@ -29,8 +18,23 @@ pub struct BuildFailure {
     pub log_tail: String,
 }
 
-/// The Dockerfile and `files` (path in the context, contents) as a tar archive.
-fn context_tar(dockerfile: &str, files: &[(&str, &[u8])]) -> Result<Vec<u8>, ExecError> {
+/// One build of a tag at a time in this process; a second asker waits, then finds it built.
+pub async fn build_lock(tag: &str) -> tokio::sync::OwnedMutexGuard<()> {
+    static LOCKS: OnceLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> = OnceLock::new();
+    let lock = {
+        let mut map = LOCKS.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(tag.to_string()).or_default().clone()
+    };
+    lock.lock_owned().await
+}
+
+/// The Dockerfile, `files` (path in the context, contents) and a directory `tree` (copied whole
+/// under its path in the context) as a tar archive.
+fn context_tar(
+    dockerfile: &str,
+    files: &[(&str, &[u8])],
+    tree: Option<(&str, &Path)>,
+) -> Result<Vec<u8>, ExecError> {
     let pack = |e: std::io::Error| ExecError::Other(format!("cannot pack the build context: {e}"));
     let mut b = tar::Builder::new(Vec::new());
     b.follow_symlinks(false);
@@ -46,6 +50,9 @@ fn context_tar(dockerfile: &str, files: &[(&str, &[u8])]) -> Result<Vec<u8>, Exe
     for (path, bytes) in files {
         add(&mut b, path, bytes).map_err(pack)?;
     }
+    if let Some((path, dir)) = tree {
+        b.append_dir_all(path, dir).map_err(pack)?;
+    }
     b.into_inner().map_err(pack)
 }
 
@@ -56,8 +63,9 @@ pub async fn build(
     tag: &str,
     dockerfile: &str,
     files: &[(&str, &[u8])],
+    tree: Option<(&str, &Path)>,
 ) -> Result<Result<(), BuildFailure>, ExecError> {
-    let tar = context_tar(dockerfile, files)?;
+    let tar = context_tar(dockerfile, files, tree)?;
     let options =
         BuildImageOptionsBuilder::default().dockerfile("Dockerfile").t(tag).rm(true).forcerm(true).build();
     let mut stream = docker.build_image(options, None, Some(bollard::body_full(tar.into())));

@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::engine::flow::{Flow, TaskState};
 use crate::review::similarity::Similarity;
 use crate::review::{Finding, nearest};
+use crate::sources::record::PullRequest;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Rate {
@@ -68,7 +69,10 @@ fn text_similarity(flow: &Flow, states: &[Vec<TaskState>]) -> BTreeMap<String, T
             let Some(name) = output["reviewer"].as_str() else { continue };
             let parse =
                 |v: &serde_json::Value| serde_json::from_value::<Vec<Finding>>(v.clone()).unwrap_or_default();
-            let humans = parse(&flow.data.items[x].data["benchmark"]["human_comments"]);
+            let pr = serde_json::from_value::<PullRequest>(flow.data.items[x].data.clone()).ok();
+            let humans = pr
+                .and_then(|pr| pr.extra.get("benchmark").map(|b| parse(&b["human_comments"])))
+                .unwrap_or_default();
             let (pairs, sum) = sums.entry(name.to_string()).or_default();
             for finding in parse(&output["comments"]) {
                 let Some(human) = nearest(&finding, &humans) else { continue };

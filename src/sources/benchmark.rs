@@ -1,7 +1,8 @@
 //! `benchmark`: an exported benchmark (`curate export`) as the input of an evaluation pipeline. One
 //! PR item per instance; its record carries, under `extra.benchmark`, the human comments with their
 //! tests (the test files' text is read in, so a changed test changes the item and its scores run
-//! again) and the environment to run them in.
+//! again) and the environment to run them in, with the contents of its exported Dockerfiles, so
+//! the image can be made again where it is missing.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use super::record::{PullRequest, check_repo_path};
 use super::{Ingest, Source, SourceContext};
 use crate::engine::item::Item;
 use crate::engine::spec::parse_config;
+use crate::environment::rebuild::ExportedEnvironment;
 use crate::errors::{ConfigError, SourceError};
 
 #[derive(Deserialize)]
@@ -111,6 +113,24 @@ impl Source for Benchmark {
     }
 }
 
+/// The exported Dockerfiles and requirements of an instance, read in; `None` when the export
+/// names no Dockerfiles (the image must then exist already).
+fn exported_environment(dir: &Path, env: &Value) -> Result<Option<ExportedEnvironment>, String> {
+    let Some(files) = env.get("dockerfiles").filter(|f| f.is_object()) else { return Ok(None) };
+    let read = |field: &str, path: &Value| -> Result<String, String> {
+        let path = path.as_str().ok_or_else(|| format!("`{field}` names no file"))?;
+        check_repo_path(path).map_err(|e| format!("`{field}`: the path {e}"))?;
+        std::fs::read_to_string(dir.join(path)).map_err(|e| format!("cannot read {path}: {e}"))
+    };
+    Ok(Some(ExportedEnvironment {
+        image: env["image"].as_str().ok_or("`image` is missing")?.to_string(),
+        tools: read("dockerfiles.tools", &files["tools"])?,
+        deps: read("dockerfiles.deps", &files["deps"])?,
+        instance: read("dockerfiles.instance", &files["instance"])?,
+        requirements: read("requirements", &env["requirements"])?,
+    }))
+}
+
 fn record(dir: &Path, i: Instance) -> Result<(String, PullRequest), (String, String)> {
     let mut tests = Vec::new();
     let mut human = Vec::new();
@@ -131,10 +151,11 @@ fn record(dir: &Path, i: Instance) -> Result<(String, PullRequest), (String, Str
             category: c.category.clone(),
         });
     }
+    let rebuild = exported_environment(dir, &i.environment).map_err(|m| ("environment".to_string(), m))?;
     let mut extra = Map::new();
     extra.insert(
         "benchmark".into(),
-        json!({"tests": tests, "human_comments": human, "environment": i.environment}),
+        json!({"tests": tests, "human_comments": human, "environment": i.environment, "rebuild": rebuild}),
     );
     let pr = PullRequest {
         repo: i.repo,

@@ -4,9 +4,8 @@
 //! instance), and verifies the image: the package imports and the test runner collects tests. A PR
 //! whose environment does not build or verify is rejected with the step and its last log line.
 
-use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bollard::Docker;
@@ -22,7 +21,7 @@ use crate::engine::spec::parse_config;
 use crate::environment::detect::detect;
 use crate::environment::recipe::{Recipe, instance_tag, recipe, rfc3339};
 use crate::errors::ConfigError;
-use crate::exec::build::{BuildFailure, build, commit_layer};
+use crate::exec::build::{BuildFailure, build, build_lock, commit_layer};
 use crate::exec::docker::image_exists;
 use crate::exec::sandbox::run;
 use crate::exec::testrun::{REPO, env_spec};
@@ -65,16 +64,6 @@ pub fn build_stage(ctx: &StageContext, config: &Mapping) -> Result<Built, Config
     })
 }
 
-/// One build of a tag at a time in this process; a second asker waits and then finds it built.
-async fn build_lock(tag: &str) -> tokio::sync::OwnedMutexGuard<()> {
-    static LOCKS: OnceLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> = OnceLock::new();
-    let lock = {
-        let mut map = LOCKS.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
-        map.entry(tag.to_string()).or_default().clone()
-    };
-    lock.lock_owned().await
-}
-
 /// The last line that says something, for a rejection reason.
 fn last_line(text: &str) -> String {
     text.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").chars().take(240).collect()
@@ -109,7 +98,7 @@ async fn ensure(
     if image_exists(docker, tag).await? {
         return Ok(true);
     }
-    build(docker, tag, dockerfile, files).await?.map(|()| false).map_err(|f| build_failed(what, f))
+    build(docker, tag, dockerfile, files, None).await?.map(|()| false).map_err(|f| build_failed(what, f))
 }
 
 /// The instance layer: the checkout copied to /repo and installed, in one committed layer. The

@@ -15,6 +15,7 @@ use super::{Built, Stage, StageContext, TaskFuture, TaskInput};
 use crate::engine::item::{Outcome, Scope};
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
+use crate::environment::rebuild::{self, ExportedEnvironment};
 use crate::errors::ConfigError;
 use crate::exec::connect;
 use crate::exec::docker::image_exists;
@@ -74,15 +75,28 @@ impl Score {
             .ok_or("score needs a revise stage upstream (`needs: <revise stage>`)")?;
         let patch = revision["patch"].as_str().unwrap_or_default().to_string();
         let docker = self.docker.get_or_try_init(connect).await.map_err(|e| e.to_string())?.clone();
-        if !image_exists(&docker, &image).await.map_err(|e| e.to_string())? {
-            return Err(format!(
-                "the instance's image `{image}` is not here; build it from the export's Dockerfiles (environments/{}/)",
-                input.item.id
-            ));
-        }
         let work = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
         let copy = work.path().join("repo");
         history_free_copy(self.mirrors.clone(), &pr.repo, &pr.head_commit, &copy).await?;
+        // An image this machine lacks is made again from the export's Dockerfiles, on the reviewed
+        // code (without git's metadata, as the curation run built it).
+        if !image_exists(&docker, &image).await.map_err(|e| e.to_string())? {
+            let exported: Option<ExportedEnvironment> =
+                serde_json::from_value(bench["rebuild"].clone()).map_err(|e| e.to_string())?;
+            let exported = exported.ok_or_else(|| {
+                format!(
+                    "the instance's image `{image}` is not here and the export has no Dockerfiles to make it"
+                )
+            })?;
+            let tree = work.path().join("tree");
+            let (mirrors, repo, head, dest) =
+                (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone(), tree.clone());
+            tokio::task::spawn_blocking(move || mirrors.open(&repo, &[&head])?.export_tree(&head, &dest))
+                .await
+                .map_err(|e| format!("the git worker failed: {e}"))?
+                .map_err(|e| e.to_string())?;
+            rebuild::ensure(&docker, &exported, &tree).await?;
+        }
         // A revision that does not apply is a result (it passes nothing), not an error.
         let (dir, diff) = (copy.clone(), patch.clone());
         let applied =

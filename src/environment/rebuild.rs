@@ -1,0 +1,91 @@
+//! An instance's image made again from an exported benchmark's Dockerfiles, on a machine that has
+//! the export but not the images its curation run built. The layers are the export's own: the tools
+//! layer on the base image, the dependency layer with its `requirements.txt`, and the instance
+//! layer with the repository at the reviewed commit as its `repo/` context. Each layer is built
+//! only if its tag is missing, so instances of one repository share the dependency layer again.
+
+use std::path::Path;
+
+use bollard::Docker;
+use serde::{Deserialize, Serialize};
+
+use crate::exec::build::{build, build_lock};
+use crate::exec::docker::image_exists;
+
+/// The export's recipe for one instance's image: the tag and the files' contents.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExportedEnvironment {
+    pub image: String,
+    pub tools: String,
+    pub deps: String,
+    pub instance: String,
+    pub requirements: String,
+}
+
+/// The image a Dockerfile starts from.
+pub fn from_image(dockerfile: &str) -> Option<&str> {
+    dockerfile.lines().find_map(|l| l.trim().strip_prefix("FROM ")).map(str::trim)
+}
+
+/// One image of the three, and what its build needs.
+struct Layer<'a> {
+    tag: &'a str,
+    dockerfile: &'a str,
+    files: &'a [(&'a str, &'a [u8])],
+    tree: Option<(&'a str, &'a Path)>,
+    what: &'a str,
+}
+
+/// Makes `env.image` unless it exists, building the layers it stands on that are missing.
+/// `checkout` is the repository at the reviewed commit. Errors say which layer failed and how.
+pub async fn ensure(docker: &Docker, env: &ExportedEnvironment, checkout: &Path) -> Result<(), String> {
+    let e = |e: crate::exec::ExecError| e.to_string();
+    if image_exists(docker, &env.image).await.map_err(e)? {
+        return Ok(());
+    }
+    let deps_tag = from_image(&env.instance).ok_or("the instance Dockerfile has no FROM line")?;
+    let tools_tag = from_image(&env.deps).ok_or("the dependency Dockerfile has no FROM line")?;
+    let base = from_image(&env.tools).ok_or("the tools Dockerfile has no FROM line")?;
+    if !image_exists(docker, base).await.map_err(e)? {
+        return Err(format!("the base image `{base}` is not here: make it with `curate images bootstrap`"));
+    }
+    let requirements = [("requirements.txt", env.requirements.as_bytes())];
+    let layers = [
+        Layer { tag: tools_tag, dockerfile: &env.tools, files: &[], tree: None, what: "tools" },
+        Layer { tag: deps_tag, dockerfile: &env.deps, files: &requirements, tree: None, what: "dependency" },
+        Layer {
+            tag: &env.image,
+            dockerfile: &env.instance,
+            files: &[],
+            tree: Some(("repo", checkout)),
+            what: "instance",
+        },
+    ];
+    for l in layers {
+        let _guard = build_lock(l.tag).await;
+        if image_exists(docker, l.tag).await.map_err(e)? {
+            continue;
+        }
+        if let Err(f) = build(docker, l.tag, l.dockerfile, l.files, l.tree).await.map_err(e)? {
+            return Err(format!(
+                "rebuilding the {} layer `{}` failed: {}\n{}",
+                l.what, l.tag, f.message, f.log_tail
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_layer_below_is_the_from_line() {
+        assert_eq!(
+            from_image("# x\nFROM curate/tools:bookworm-v3\nRUN true\n"),
+            Some("curate/tools:bookworm-v3")
+        );
+        assert_eq!(from_image("RUN true\n"), None);
+    }
+}
