@@ -39,11 +39,22 @@ target/release/curate run "$work/p.yaml" --limit "$N" --progress quiet >/dev/nul
 python3 - "$work/.curate/bench-environment/state.db" <<'PY'
 import json, sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
-print("| PR | total s | deps s | instance s | verify s | dependency layer |")
-print("|---|---:|---:|---:|---:|---|")
+print("| PR | total s | deps s | instance s | verify s | dependency layer | instance layer |")
+print("|---|---:|---:|---:|---:|---|---|")
+totals = {}
 for item, out, ms in db.execute("SELECT item, output, duration_ms FROM tasks WHERE state = 'kept' ORDER BY finished_at"):
     o = json.loads(out)
     s = o["seconds"]
     reused = "reused" if o["deps_reused"] else "built"
-    print(f"| {item} | {ms / 1000:.1f} | {s['deps']:.1f} | {s['instance']:.1f} | {s['verify']:.1f} | {reused} |")
+    layer = "baked: " + o["instance_layer"] if o.get("instance_layer") else "none (runs bring the tree)"
+    built = s["deps"] + s["instance"]
+    totals.setdefault(reused, []).append((built, built + s["verify"]))
+    print(f"| {item} | {ms / 1000:.1f} | {s['deps']:.1f} | {s['instance']:.1f} | {s['verify']:.1f} | {reused} | {layer} |")
+if "built" in totals and "reused" in totals:
+    mean = lambda xs: sum(xs) / len(xs)
+    cold_b, cold_t = mean([b for b, _ in totals["built"]]), mean([t for _, t in totals["built"]])
+    warm_b, warm_t = mean([b for b, _ in totals["reused"]]), mean([t for _, t in totals["reused"]])
+    print()
+    print(f"layers built: warm {warm_b:.2f} s / cold {cold_b:.2f} s = {100 * warm_b / cold_b:.0f}%")
+    print(f"with verification: warm {warm_t:.2f} s / cold {cold_t:.2f} s = {100 * warm_t / cold_t:.0f}%")
 PY

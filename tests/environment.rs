@@ -51,7 +51,10 @@ fn two_prs_of_one_repository_share_the_dependency_layer() {
     assert_eq!(second["deps_reused"], true, "the second PR did not reinstall dependencies");
     assert_eq!(first["backend"], "setuptools (setup.py)");
     assert_eq!(first["imports"], json!(["confmerge"]));
-    assert!(first["dockerfiles"]["instance"].as_str().unwrap().contains("--no-build-isolation -e"));
+    // Pure Python: no layer per PR; the image is the shared dependency layer.
+    assert_eq!(first["instance_layer"], Value::Null);
+    assert_eq!(first["image"], first["deps_image"]);
+    assert!(!first["dockerfiles"]["instance"].as_str().unwrap().contains("RUN"));
     for (_, o) in &done {
         let image = o["image"].as_str().unwrap();
         assert!(
@@ -133,4 +136,70 @@ fn environments_that_do_not_install_or_import_are_rejected_with_the_step() {
     let reason = report["funnel"][1]["reasons"][0]["reason"].as_str().unwrap().to_string();
     assert!(reason.starts_with("verification failed: `python -c import broken`"), "{reason}");
     assert!(reason.contains("half-finished module"), "{reason}");
+}
+
+#[test]
+fn a_src_layout_imports_from_the_tree_and_an_extension_gets_a_layer_of_its_own() {
+    if !docker_or_skip("an environment test") {
+        return;
+    }
+    let s = Scratch::new();
+    let pyproject = |name: &str| {
+        format!(
+            "[build-system]\nrequires = [\"setuptools>=64\"]\nbuild-backend = \"setuptools.build_meta\"\n[project]\nname = \"{name}\"\nversion = \"0.1\"\n"
+        )
+    };
+    let url = format!("{}/src/{{name}}", s.dir.path().display());
+    let test = "def test_one():\n    assert True\n";
+
+    // src/ layout, pure Python: imported from the tree each run brings, through the dependency
+    // layer's path entry.
+    let srcpkg = project(
+        &s,
+        "srcpkg",
+        &[
+            ("pyproject.toml", &pyproject("srcpkg")),
+            ("src/srcpkg/__init__.py", "X = 1\n"),
+            ("tests/test_a.py", test),
+        ],
+    );
+    pipeline(&s, &srcpkg, &url);
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let done = outputs(&s);
+    assert_eq!(done.len(), 1, "built and verified: {}", stderr(&out));
+    let o = &done[0].1;
+    assert_eq!(o["instance_layer"], Value::Null);
+    assert_eq!(o["image"], o["deps_image"]);
+    assert!(o["dockerfiles"]["deps"].as_str().unwrap().contains("/repo/src"), "{o}");
+
+    // A C extension must be compiled: the reviewed commit is installed in a layer of its own.
+    let setup = "from setuptools import setup, Extension\nsetup(ext_modules=[Extension('cext._fast', ['cext/_fast.c'])])\n";
+    let c = "#include <Python.h>\nstatic struct PyModuleDef m = {PyModuleDef_HEAD_INIT, \"_fast\", NULL, -1, NULL};\nPyMODINIT_FUNC PyInit__fast(void) { return PyModule_Create(&m); }\n";
+    let cext = project(
+        &s,
+        "cext",
+        &[
+            ("pyproject.toml", &pyproject("cext")),
+            ("setup.py", setup),
+            ("cext/__init__.py", "from . import _fast\n"),
+            ("cext/_fast.c", c),
+            ("tests/test_a.py", test),
+        ],
+    );
+    pipeline(&s, &cext, &url);
+    let out = s.curate(&["run", "p.yaml", "--state", "second"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let db = rusqlite::Connection::open(s.path("second/state.db")).unwrap();
+    let (state, output): (String, String) = db
+        .query_row("SELECT state, coalesce(output, message) FROM tasks", [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap();
+    assert_eq!(state, "kept", "{output}");
+    let o: Value = serde_json::from_str(&output).unwrap();
+    assert!(o["instance_layer"].as_str().unwrap().starts_with("compiled extensions"), "{o}");
+    assert_ne!(o["image"], o["deps_image"]);
+    assert!(o["dockerfiles"]["instance"].as_str().unwrap().contains("--no-build-isolation -e"));
+    let image = o["image"].as_str().unwrap();
+    assert!(Command::new("docker").args(["image", "inspect", image]).output().unwrap().status.success());
+    let _ = Command::new("docker").args(["image", "rm", image]).output();
 }

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{Scratch, docker_or_skip, root, stderr};
-use curate::exec::testrun::{State, Verdict, run_test};
+use curate::exec::testrun::{Verdict, run_test};
 use serde_json::Value;
 
 #[test]
@@ -50,34 +50,44 @@ fn a_probe_fails_on_the_reviewed_commit_and_passes_on_the_fixed_one() {
         fixed.to_str().unwrap(),
     ]);
     git(&["-C", fixed.to_str().unwrap(), "checkout", "-q", record["merged_commit"].as_str().unwrap()]);
+    let reviewed_tree = s.path("reviewed");
+    git(&[
+        "clone",
+        "-q",
+        mirrors.join("curate-sample/durations.git").to_str().unwrap(),
+        reviewed_tree.to_str().unwrap(),
+    ]);
+    let head = record["commit_to_review"]["head_commit"].as_str().unwrap();
+    git(&["-C", reviewed_tree.to_str().unwrap(), "checkout", "-q", head]);
+    let reviewed_tree = reviewed_tree.as_path();
 
     let probe = std::fs::read_to_string(root().join("sample/probes/durations-3.py")).unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let d = curate::exec::connect().await.unwrap();
         let t = Duration::from_secs(120);
-        let reviewed = run_test(&d, &image, State::AsBuilt, ("test_probe.py", &probe), t).await.unwrap();
+        let reviewed = run_test(&d, &image, reviewed_tree, ("test_probe.py", &probe), t).await.unwrap();
         assert!(reviewed.verdict.is_test_failure(), "{:?}\n{}", reviewed.verdict, reviewed.output);
-        let after = run_test(&d, &image, State::Tree(&fixed), ("test_probe.py", &probe), t).await.unwrap();
+        let after = run_test(&d, &image, &fixed, ("test_probe.py", &probe), t).await.unwrap();
         assert_eq!(after.verdict, Verdict::Passed, "{}", after.output);
         assert!(reviewed.wrote.is_empty() && after.wrote.is_empty(), "{:?}", after.wrote);
 
         let writer = "import pathlib\n\ndef test_x():\n    pathlib.Path('/repo/notes.txt').write_text('x')\n";
-        let writer = run_test(&d, &image, State::AsBuilt, ("test_writer.py", writer), t).await.unwrap();
+        let writer = run_test(&d, &image, reviewed_tree, ("test_writer.py", writer), t).await.unwrap();
         assert_eq!(writer.verdict, Verdict::Passed, "{}", writer.output);
         assert_eq!(writer.wrote, ["/repo", "/repo/notes.txt"], "the write into the repository is seen");
         assert!(!writer.output.contains("curate-wrote"), "{}", writer.output);
 
-        let broken = run_test(&d, &image, State::AsBuilt, ("test_bad.py", "def test_x(:\n    pass\n"), t).await.unwrap();
+        let broken = run_test(&d, &image, reviewed_tree, ("test_bad.py", "def test_x(:\n    pass\n"), t).await.unwrap();
         assert_eq!(broken.verdict, Verdict::SyntaxError, "{}", broken.output);
         let missing = "import durations_that_never_was\n\ndef test_x():\n    assert True\n";
-        let missing = run_test(&d, &image, State::AsBuilt, ("test_missing.py", missing), t).await.unwrap();
+        let missing = run_test(&d, &image, reviewed_tree, ("test_missing.py", missing), t).await.unwrap();
         assert_eq!(missing.verdict, Verdict::ImportError, "{}", missing.output);
         let raises = "import pytest\nfrom durations import parse_duration\n\ndef test_x():\n    with pytest.raises(KeyError):\n        parse_duration('1h')\n";
-        let raises = run_test(&d, &image, State::AsBuilt, ("test_raises.py", raises), t).await.unwrap();
+        let raises = run_test(&d, &image, reviewed_tree, ("test_raises.py", raises), t).await.unwrap();
         assert_eq!(raises.verdict, Verdict::ExpectedExceptionMissing, "{}", raises.output);
         let slow = "def test_forever():\n    while True:\n        pass\n";
-        let slow = run_test(&d, &image, State::AsBuilt, ("test_slow.py", slow), Duration::from_secs(3)).await.unwrap();
+        let slow = run_test(&d, &image, reviewed_tree, ("test_slow.py", slow), Duration::from_secs(3)).await.unwrap();
         assert_eq!(slow.verdict, Verdict::Timeout);
     });
 }

@@ -45,6 +45,46 @@ pub struct Project {
     pub imports: Vec<String>,
     /// Files whose contents decide the dependency layer.
     pub spec_files: Vec<String>,
+    /// Where the top-level modules live, relative to the repository: `""` or `"src"`.
+    pub import_root: String,
+    /// Why the checkout cannot be imported as it is (compiled extensions, a version file written
+    /// at build time), so the image must hold an installed build of it; `None` for a project
+    /// whose sources import straight from the checkout.
+    pub needs_build: Option<String>,
+}
+
+/// What in a build file means the checkout must be built before it imports: the marker and what
+/// it stands for.
+const BUILD_MARKERS: [(&str, &str); 10] = [
+    ("ext_modules", "compiled extensions"),
+    ("Extension(", "compiled extensions"),
+    ("cythonize", "Cython extensions"),
+    ("setuptools_scm", "a version written at build time (setuptools-scm)"),
+    ("setuptools-scm", "a version written at build time (setuptools-scm)"),
+    ("use_scm_version", "a version written at build time (setuptools-scm)"),
+    ("hatch-vcs", "a version written at build time (hatch-vcs)"),
+    ("versioneer", "a version written at build time (versioneer)"),
+    ("maturin", "a Rust extension (maturin)"),
+    ("scikit_build", "compiled extensions (scikit-build)"),
+];
+
+/// Whether the checkout needs a build step to import, and why; see [`Project::needs_build`].
+fn needs_build(files: &[Option<&String>], backend: &str, listing: &[String]) -> Option<String> {
+    if ["mesonpy", "maturin", "scikit_build_core"].iter().any(|b| backend.starts_with(b)) {
+        return Some(format!("the build backend {backend} compiles the project"));
+    }
+    for text in files.iter().flatten() {
+        if let Some((marker, what)) = BUILD_MARKERS.iter().find(|(m, _)| text.contains(m)) {
+            return Some(format!("{what}: the build files mention `{marker}`"));
+        }
+    }
+    let compiled = [".pyx", ".c", ".cpp", ".rs"];
+    listing
+        .iter()
+        .find(|l| {
+            compiled.iter().any(|e| l.ends_with(e)) && !l.starts_with("tests/") && !l.starts_with("docs/")
+        })
+        .map(|l| format!("sources to compile, such as {l}"))
 }
 
 /// Package name of a PEP 508 requirement (`Foo[bar]>=1; python_version<"3"` is `foo`).
@@ -309,6 +349,15 @@ pub fn detect(read: &dyn Fn(&str) -> Option<String>, listing: &[String]) -> Proj
     p.requirements.sort();
     p.requirements.dedup();
     p.imports = import_names(p.name.as_deref(), listing);
+    let under_src = |m: &String| {
+        listing.iter().any(|l| *l == format!("src/{m}/__init__.py") || *l == format!("src/{m}.py"))
+    };
+    if !p.imports.is_empty() && p.imports.iter().all(under_src) {
+        p.import_root = "src".into();
+    }
+    let pyproject_text = read("pyproject.toml");
+    p.needs_build =
+        needs_build(&[pyproject_text.as_ref(), setup_py.as_ref(), setup_cfg.as_ref()], &p.backend, listing);
     p
 }
 
@@ -372,6 +421,38 @@ mod tests {
         assert_eq!(p.runner, Some(Runner::Pytest));
         assert_eq!(p.imports, vec!["dur_ations"]);
         assert_eq!(p.build_requires, vec!["setuptools"]);
+        assert_eq!(p.import_root, "src");
+        assert_eq!(p.needs_build, None, "pure Python imports from the checkout");
+    }
+
+    #[test]
+    fn projects_that_must_be_built_to_import_are_told_apart() {
+        let setup = |body: &str| detect_in(&[("setup.py", body), ("pkg/__init__.py", "")]);
+        let flat = setup("from setuptools import setup\nsetup(name='pkg')\n");
+        assert_eq!((flat.import_root.as_str(), flat.needs_build.as_deref()), ("", None));
+        let ext = setup(
+            "from setuptools import setup, Extension\nsetup(name='pkg', ext_modules=[Extension('pkg._c', ['pkg/_c.c'])])\n",
+        );
+        assert!(ext.needs_build.unwrap().starts_with("compiled extensions"));
+        let scm = detect_in(&[
+            (
+                "pyproject.toml",
+                "[build-system]\nrequires = [\"setuptools\", \"setuptools_scm\"]\n[project]\nname = \"pkg\"\n",
+            ),
+            ("pkg/__init__.py", ""),
+        ]);
+        assert!(scm.needs_build.unwrap().contains("setuptools-scm"));
+        let meson = detect_in(&[
+            ("pyproject.toml", "[build-system]\nbuild-backend = \"mesonpy\"\n"),
+            ("pkg/__init__.py", ""),
+        ]);
+        assert!(meson.needs_build.unwrap().contains("mesonpy"));
+        let cython = detect_in(&[
+            ("setup.cfg", "[metadata]\nname = pkg\n"),
+            ("pkg/__init__.py", ""),
+            ("pkg/fast.pyx", ""),
+        ]);
+        assert_eq!(cython.needs_build.as_deref(), Some("sources to compile, such as pkg/fast.pyx"));
     }
 
     #[test]

@@ -5,7 +5,12 @@
 //! 3. dependencies: the build backends (current) and the declared requirements resolved as they were
 //!    on the PR's date (`uv pip install --exclude-newer`), keyed by repository and the hash of that
 //!    spec, so PRs with the same spec share it;
-//! 4. instance: the repository at the reviewed commit, installed in editable mode.
+//! 4. instance: the repository itself. A project whose sources import as they are (pure Python,
+//!    no version file written at build time) gets no layer of its own: its image is the dependency
+//!    layer, which puts the checkout's import root on `sys.path`, and every run brings the tree it
+//!    tests (reviewed, fixed or revised) into /repo. A second PR of the repository then builds
+//!    nothing. A project that must be built to import (compiled extensions, setuptools-scm, …) gets
+//!    an instance layer with the reviewed commit installed in editable mode.
 //!
 //! Build tools are current on purpose: an editable install needs setuptools 64 or newer, and
 //! pinning the backend to an old date breaks every legacy project.
@@ -14,6 +19,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::detect::{Project, Runner};
+use crate::exec::testrun::REPO;
 
 /// Debian suites with the Python each carries, in order of preference.
 pub const SUITES: [(&str, (u32, u32)); 3] =
@@ -67,6 +73,9 @@ pub struct Recipe {
     pub deps_dockerfile: String,
     pub requirements_txt: String,
     pub instance_dockerfile: String,
+    /// Why the project needs an instance layer of its own (see the module's comment); `None`: its
+    /// image is the dependency layer.
+    pub instance_layer: Option<String>,
     /// The instance layer's install, run in /repo.
     pub install_command: String,
     /// What runs, in order, as a shell script (for people; the Dockerfiles are what is built).
@@ -114,9 +123,19 @@ pub fn recipe(p: &Project, repo: &str, instance: &str, head: &str, pin: &str) ->
     } else {
         format!("RUN uv pip install --quiet {}\n", backends.join(" "))
     };
+    // Without an instance layer, the import root under /repo goes on sys.path here (the
+    // repository's top level is already there: tests run from /repo).
+    let import_path = if p.needs_build.is_none() && !p.import_root.is_empty() {
+        format!(
+            "RUN python -c \"import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()['purelib'], 'curate-repo.pth').write_text('{REPO}/{}\\\\n')\"\n",
+            p.import_root
+        )
+    } else {
+        String::new()
+    };
     let deps_dockerfile = format!(
         "FROM {tools_image}\n{backend_step}COPY requirements.txt /curate/requirements.txt\n\
-         RUN uv pip install --quiet --exclude-newer {pinned_to} -r /curate/requirements.txt\n"
+         RUN uv pip install --quiet --exclude-newer {pinned_to} -r /curate/requirements.txt\n{import_path}"
     );
     let key =
         hex::encode(Sha256::digest(format!("{repo}\n{deps_dockerfile}\n{requirements_txt}").as_bytes()));
@@ -124,8 +143,11 @@ pub fn recipe(p: &Project, repo: &str, instance: &str, head: &str, pin: &str) ->
     let target = if p.extras.is_empty() { ".".to_string() } else { format!(".[{}]", p.extras.join(",")) };
     let install_command =
         format!("uv pip install --quiet --exclude-newer {pinned_to} --no-build-isolation -e \"{target}\"");
-    let instance_dockerfile =
-        format!("FROM {deps_image}\nCOPY repo /repo\nWORKDIR /repo\nRUN {install_command}\n");
+    let instance_dockerfile = match &p.needs_build {
+        Some(_) => format!("FROM {deps_image}\nCOPY repo /repo\nWORKDIR /repo\nRUN {install_command}\n"),
+        // What a run does: the tree under test in /repo, on the dependency layer.
+        None => format!("FROM {deps_image}\nCOPY repo /repo\nWORKDIR /repo\n"),
+    };
     let install_script = format!(
         "# {instance} at {head}: Python {major}.{minor} (Debian {suite}), backend {}\n\
          python3 -m venv /opt/venv && pip install uv setuptools wheel\n{}\
@@ -156,6 +178,7 @@ pub fn recipe(p: &Project, repo: &str, instance: &str, head: &str, pin: &str) ->
         deps_dockerfile,
         requirements_txt,
         instance_dockerfile,
+        instance_layer: p.needs_build.clone(),
         install_command,
         install_script,
         verify,
@@ -219,7 +242,20 @@ mod tests {
         assert_eq!(a.deps_image, b.deps_image, "same repo, spec and pin: one dependency layer");
         assert!(a.deps_dockerfile.contains("--exclude-newer 2024-03-01T10:00:00Z"));
         assert!(a.requirements_txt.contains("pytest\n") && a.requirements_txt.contains("attrs\n"));
-        assert!(a.instance_dockerfile.contains("-e \".[test]\""));
+        assert_eq!(a.instance_layer, None, "pure Python: the image is the dependency layer");
+        assert!(!a.instance_dockerfile.contains("RUN"));
+        assert!(!a.deps_dockerfile.contains("curate-repo.pth"), "a flat layout imports from /repo");
+        let built = Project { needs_build: Some("compiled extensions".into()), ..p.clone() };
+        let e = recipe(&built, "o/durations", "o__durations-3", "aaaaaaaaaaaaaaaa", pin).unwrap();
+        assert_eq!(e.instance_layer.as_deref(), Some("compiled extensions"));
+        assert!(e.instance_dockerfile.contains("-e \".[test]\""));
+        let src = Project { import_root: "src".into(), ..p.clone() };
+        let s = recipe(&src, "o/durations", "o__durations-3", "aaaaaaaaaaaaaaaa", pin).unwrap();
+        assert!(
+            s.deps_dockerfile.contains("'curate-repo.pth').write_text('/repo/src\\\\n')"),
+            "{}",
+            s.deps_dockerfile
+        );
         assert_eq!(a.verify[0], vec!["python", "-c", "import durations"]);
         let mut q = p.clone();
         q.requirements.push("six".into());

@@ -1,6 +1,6 @@
-//! Running one test file against one state of a repository inside the PR's image: the reviewed
-//! commit the image was built from, or another tree (the fixed commit, a revised working copy)
-//! copied over it, and classifying what pytest said: passed, failed (and how), or an error that is
+//! Running one test file against one state of a repository inside the PR's image: the tree under
+//! test (the reviewed or the fixed commit, a revised working copy) is copied into /repo, and what
+//! pytest said is classified what pytest said: passed, failed (and how), or an error that is
 //! not the test's own verdict (a syntax error in the test, an import that breaks collection, a
 //! timeout).
 
@@ -57,13 +57,17 @@ pub struct TestRun {
     pub seconds: f64,
 }
 
-/// The repository state the test runs against.
-pub enum State<'a> {
-    /// The reviewed commit, as installed in the image.
-    AsBuilt,
-    /// Another tree of the same repository (a checkout of the fixed commit, a revised copy),
-    /// copied over the installed one; the editable install then imports it.
-    Tree(&'a Path),
+/// The files of the repository tree `dir` as they go into a run's /repo. An image with an instance
+/// layer already holds the reviewed commit there: the tree's files replace it, and a file the tree
+/// lacks stays.
+pub fn tree_files(dir: &Path) -> Result<Vec<(String, Vec<u8>)>, ExecError> {
+    let io = |e: std::io::Error| ExecError::Other(format!("{}: {e}", dir.display()));
+    let mut files = Vec::new();
+    for rel in working_files(dir).map_err(io)? {
+        let bytes = std::fs::read(dir.join(&rel)).map_err(io)?;
+        files.push((format!("{REPO}/{rel}"), bytes));
+    }
+    Ok(files)
 }
 
 /// Reads pytest's exit code and output.
@@ -139,15 +143,15 @@ fn split_writes(output: &str) -> (String, Vec<String>) {
     (rest, wrote)
 }
 
-/// Runs `test` (a file name and its source) with pytest in `image`, against `state`.
+/// Runs `test` (a file name and its source) with pytest in `image`, against the repository `tree`.
 pub async fn run_test(
     docker: &Docker,
     image: &str,
-    state: State<'_>,
+    tree: &Path,
     test: (&str, &str),
     timeout: Duration,
 ) -> Result<TestRun, ExecError> {
-    run_test_seeded(docker, image, state, test, timeout, 0).await
+    run_test_seeded(docker, image, tree, test, timeout, 0).await
 }
 
 /// [`run_test`] with Python's hash seed set to `seed`: runs are reproducible, and repeats under
@@ -155,7 +159,7 @@ pub async fn run_test(
 pub async fn run_test_seeded(
     docker: &Docker,
     image: &str,
-    state: State<'_>,
+    tree: &Path,
     test: (&str, &str),
     timeout: Duration,
     seed: u32,
@@ -168,14 +172,7 @@ pub async fn run_test_seeded(
     let mut spec = env_spec(image, test_command(&test_path));
     spec.timeout = timeout;
     spec.env.push(("PYTHONHASHSEED".into(), seed.to_string()));
-    if let State::Tree(dir) = state {
-        // Files deleted in `dir` stay in the image; the editable install follows the rest.
-        let io = |e: std::io::Error| ExecError::Other(format!("{}: {e}", dir.display()));
-        for rel in working_files(dir).map_err(io)? {
-            let bytes = std::fs::read(dir.join(&rel)).map_err(io)?;
-            spec.files.push((format!("{REPO}/{rel}"), bytes));
-        }
-    }
+    spec.files = tree_files(tree)?;
     spec.files.push((test_path, test.1.as_bytes().to_vec()));
     let r = run(docker, &spec).await?;
     let (output, wrote) = split_writes(&r.output);

@@ -23,7 +23,7 @@ use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
 use crate::exec::connect;
-use crate::exec::testrun::{State, Verdict, run_test};
+use crate::exec::testrun::{Verdict, run_test};
 use crate::repo::Mirrors;
 use crate::repo::workspace::history_free_copy;
 use crate::sources::record::PullRequest;
@@ -143,7 +143,7 @@ impl Validation {
                 last = reasons::NO_CHANGE;
                 continue;
             }
-            let run = run_test(&docker, &i.image, State::Tree(&copy), (&i.test_file, &i.test), self.timeout)
+            let run = run_test(&docker, &i.image, &copy, (&i.test_file, &i.test), self.timeout)
                 .await
                 .map_err(|e| e.to_string())?;
             let passed = run.verdict == Verdict::Passed;

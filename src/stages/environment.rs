@@ -24,7 +24,7 @@ use crate::errors::ConfigError;
 use crate::exec::build::{BuildFailure, build, build_lock, commit_layer};
 use crate::exec::docker::image_exists;
 use crate::exec::sandbox::run;
-use crate::exec::testrun::{REPO, env_spec};
+use crate::exec::testrun::{REPO, env_spec, tree_files};
 use crate::exec::{ExecError, connect};
 use crate::repo::{Mirrors, RepoError, working_files};
 use crate::sources::record::PullRequest;
@@ -55,7 +55,7 @@ pub fn build_stage(ctx: &StageContext, config: &Mapping) -> Result<Built, Config
             docker: Arc::new(OnceCell::new()),
             verify_timeout: Duration::from_secs(config.verify_timeout_secs),
         }),
-        version: 1,
+        version: 2,
         scope: Scope::Pr,
         resource: Resource::Docker,
         side_effects: true,
@@ -161,12 +161,22 @@ impl Environment {
             ensure(&docker, &r.deps_image, &r.deps_dockerfile, &deps_context, "dependency install").await?;
         let deps_s = t0.elapsed().as_secs_f64();
         let t1 = Instant::now();
-        let tag = instance_tag(instance, &pr.head_commit);
-        ensure_instance(&docker, &r, &tag, &checkout).await?;
+        // A project that imports from its sources runs on the dependency layer, with the tree under
+        // test brought in by each run; only one that must be built gets a layer of its own.
+        let tag = match &r.instance_layer {
+            Some(_) => {
+                let tag = instance_tag(instance, &pr.head_commit);
+                ensure_instance(&docker, &r, &tag, &checkout).await?;
+                tag
+            }
+            None => r.deps_image.clone(),
+        };
         let instance_s = t1.elapsed().as_secs_f64();
         let t2 = Instant::now();
+        let files = tree_files(&checkout)?;
         for command in &r.verify {
             let mut spec = env_spec(&tag, command.clone());
+            spec.files = files.clone();
             spec.timeout = self.verify_timeout;
             let result = run(&docker, &spec).await?;
             let shown = command.join(" ");
@@ -190,6 +200,7 @@ impl Environment {
             "image": tag,
             "deps_image": r.deps_image,
             "deps_reused": deps_reused,
+            "instance_layer": r.instance_layer,
             "tools_image": r.tools_image,
             "suite": r.suite,
             "python": r.python,

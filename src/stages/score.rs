@@ -19,7 +19,7 @@ use crate::environment::rebuild::{self, ExportedEnvironment};
 use crate::errors::ConfigError;
 use crate::exec::connect;
 use crate::exec::docker::image_exists;
-use crate::exec::testrun::{State, Verdict, run_test};
+use crate::exec::testrun::{Verdict, run_test};
 use crate::repo::Mirrors;
 use crate::repo::workspace::{apply_patch, history_free_copy};
 use crate::sources::benchmark::BenchTest;
@@ -108,7 +108,7 @@ impl Score {
         for t in &tests {
             // A revision that does not apply passes nothing; the tests need not run.
             let verdict = if applied.is_ok() {
-                let run = run_test(&docker, &image, State::Tree(&copy), (&t.file, &t.code), self.timeout)
+                let run = run_test(&docker, &image, &copy, (&t.file, &t.code), self.timeout)
                     .await
                     .map_err(|e| e.to_string())?;
                 run.verdict

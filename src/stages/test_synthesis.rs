@@ -24,7 +24,7 @@ use crate::engine::item::{Outcome, Scope};
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
-use crate::exec::testrun::{State, TestRun, Verdict, run_test_seeded};
+use crate::exec::testrun::{TestRun, Verdict, run_test_seeded};
 use crate::exec::{ExecError, connect};
 use crate::llm::client::Llm;
 use crate::llm::prompt::Template;
@@ -220,6 +220,13 @@ fn test_file_name(id: &str) -> String {
     format!("test_{}.py", clean.trim_matches('_'))
 }
 
+/// The two checkouts a candidate runs against.
+#[derive(Clone, Copy)]
+struct Trees<'a> {
+    reviewed: &'a Path,
+    fixed: &'a Path,
+}
+
 impl Synthesis {
     fn first_messages(&self, i: &Inputs, fix_diff: &str) -> Vec<Message> {
         let c = &i.context;
@@ -269,14 +276,14 @@ impl Synthesis {
         &self,
         docker: &Docker,
         image: &str,
-        fixed: &Path,
+        trees: Trees<'_>,
         test: (&str, &str),
         seed: u32,
     ) -> Result<(TestRun, TestRun), Failure> {
         let t = self.timeout;
         let (reviewed, after) = tokio::join!(
-            run_test_seeded(docker, image, State::AsBuilt, test, t, seed),
-            run_test_seeded(docker, image, State::Tree(fixed), test, t, seed)
+            run_test_seeded(docker, image, trees.reviewed, test, t, seed),
+            run_test_seeded(docker, image, trees.fixed, test, t, seed)
         );
         Ok((reviewed?, after?))
     }
@@ -292,15 +299,19 @@ impl Synthesis {
         let docker = self.docker.get_or_try_init(connect).await?.clone();
         let work = tempfile::tempdir().map_err(|e| Failure::Infra(format!("no temporary directory: {e}")))?;
         let fixed = work.path().join("fixed");
-        let (mirrors, repo, dest) = (self.mirrors.clone(), i.pr.repo.clone(), fixed.clone());
+        let reviewed_tree = work.path().join("reviewed");
+        let trees = Trees { reviewed: &reviewed_tree, fixed: &fixed };
+        let (mirrors, repo, dest, reviewed_dest) =
+            (self.mirrors.clone(), i.pr.repo.clone(), fixed.clone(), reviewed_tree.clone());
         let head = i.pr.head_commit.clone();
         let paths: Vec<String> = ["path", "fixed_path"]
             .iter()
             .filter_map(|k| i.context[*k].as_str().map(str::to_string))
             .collect();
-        // The fixed tree to run against, and what the fix changed in the commented file.
+        // The two trees to run against, and what the fix changed in the commented file.
         let fix_diff = tokio::task::spawn_blocking(move || {
             let mirror = mirrors.open(&repo, &[&head, &fixed_commit])?;
+            mirror.materialize(&head, &reviewed_dest)?;
             mirror.materialize(&fixed_commit, &dest)?;
             let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
             mirror.diff_of(&head, &fixed_commit, &paths)
@@ -347,7 +358,7 @@ impl Synthesis {
                 last = miss.reason;
                 continue;
             }
-            let (reviewed, after) = self.both(&docker, &i.image, &fixed, (&file, &code), 0).await?;
+            let (reviewed, after) = self.both(&docker, &i.image, trees, (&file, &code), 0).await?;
             let mut record = json!({
                 "attempt": attempt,
                 "code": code,
@@ -356,7 +367,7 @@ impl Synthesis {
             });
             let judged = match judge(&reviewed, &after, &i.packages) {
                 Ok(()) => {
-                    self.repeat(&docker, &i.image, &fixed, (&file, &code), &reviewed, &mut record).await?
+                    self.repeat(&docker, &i.image, trees, (&file, &code), &reviewed, &mut record).await?
                 }
                 Err(miss) => Err(miss),
             };
@@ -402,14 +413,14 @@ impl Synthesis {
         &self,
         docker: &Docker,
         image: &str,
-        fixed: &Path,
+        trees: Trees<'_>,
         test: (&str, &str),
         first: &TestRun,
         record: &mut Value,
     ) -> Result<Result<(), Miss>, Failure> {
         let mut seen = Vec::new();
         for seed in 1..self.repeats {
-            let (reviewed, after) = self.both(docker, image, fixed, test, seed).await?;
+            let (reviewed, after) = self.both(docker, image, trees, test, seed).await?;
             seen.push(json!([reviewed.verdict, after.verdict]));
             if reviewed.verdict != first.verdict || after.verdict != Verdict::Passed {
                 record["repeats"] = Value::Array(seen);
