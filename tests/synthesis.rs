@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use common::durations::*;
 use common::openai::{Reply, Server};
-use common::{Scratch, docker_or_skip, root, stderr};
+use common::{Scratch, docker_or_skip, stderr};
 use serde_json::Value;
 
 fn rows(s: &Scratch) -> HashMap<String, (String, Option<String>, Value)> {
@@ -61,35 +61,7 @@ fn comments_become_fail_then_pass_tests_with_feedback() {
     let s = Scratch::new();
     let mirrors = s.sample_mirrors();
     s.write("one.jsonl", &format!("{record}\n"));
-    let prompts = root().join("prompts");
-    s.write(
-        "p.yaml",
-        &format!(
-            "name: syn
-source: {{kind: swe-care, path: one.jsonl}}
-defaults:
-  cache: cache
-  repos: {{url: '{mirrors}/{{repo}}.git'}}
-  llm: {{base_url: '{url}', max_retries: 0}}
-  concurrency: {{docker: 1, llm: 2}}
-stages:
-  - id: context
-    kind: comment_context
-  - id: environment
-    kind: environment
-    needs: context
-  - id: tests
-    kind: test_synthesis
-    title: Converting NL Comments to Tests
-    needs: [context, environment]
-    prompt: {prompts}/test_synthesis.md
-    feedback_prompt: {prompts}/test_synthesis_feedback.md
-",
-            mirrors = mirrors.display(),
-            url = server.base_url,
-            prompts = prompts.display(),
-        ),
-    );
+    s.write("p.yaml", &curation_pipeline("syn", &mirrors, &server.base_url, "", ""));
     let out = s.curate(&["run", "p.yaml"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let rows = rows(&s);

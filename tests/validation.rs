@@ -106,38 +106,16 @@ fn an_agent_guided_by_the_comment_must_make_the_hidden_test_pass() {
         .output()
         .unwrap();
     s.write("fixed_init.py", &String::from_utf8(fixed.stdout).unwrap());
-    let prompts = root().join("prompts");
-    s.write(
-        "p.yaml",
-        &format!(
-            "name: val
-source: {{kind: swe-care, path: one.jsonl}}
-defaults:
-  cache: cache
-  repos: {{url: '{mirrors}/{{repo}}.git'}}
-  llm: {{base_url: '{url}', max_retries: 0}}
-  concurrency: {{docker: 1, llm: 2}}
-stages:
-  - id: context
-    kind: comment_context
-  - id: environment
-    kind: environment
-    needs: context
-  - id: tests
-    kind: test_synthesis
-    needs: [context, environment]
-    prompt: {prompts}/test_synthesis.md
-    feedback_prompt: {prompts}/test_synthesis_feedback.md
-    repeats: 1
-  - id: validate
+    let stages = format!(
+        "  - id: validate
     kind: agent_validation
     title: Validation with Coding Agents (Final)
     needs: [tests, context, environment]
     attempts: 2
     agent:
       kind: builtin
-      prompt: {prompts}/agent.md
-      feedback_prompt: {prompts}/agent_feedback.md
+      prompt: {{prompts}}/agent.md
+      feedback_prompt: {{prompts}}/agent_feedback.md
       max_steps: 2
   - id: by_command
     kind: agent_validation
@@ -145,18 +123,15 @@ stages:
     attempts: 1
     agent:
       kind: command
-      prompt: {prompts}/agent_task.md
+      prompt: {{prompts}}/agent_task.md
       command: >-
         grep -q 'The reviewer asks' {{prompt_file}}
         && test \"$(git rev-list --all | wc -l)\" = 1
         && cp {scratch}/fixed_init.py src/durations/__init__.py
 ",
-            mirrors = mirrors.display(),
-            url = server.base_url,
-            prompts = prompts.display(),
-            scratch = s.dir.path().display(),
-        ),
+        scratch = s.dir.path().display(),
     );
+    s.write("p.yaml", &curation_pipeline("val", &mirrors, &server.base_url, "    repeats: 1\n", &stages));
     let out = s.curate(&["run", "p.yaml"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let id = |n: usize| format!("curate-sample__durations-3#{n}");
@@ -226,7 +201,7 @@ stages:
     s.write("bench1/instances.jsonl", &renamed);
     let agent = format!(
         "{{kind: builtin, prompt: {p}/agent.md, feedback_prompt: {p}/agent_feedback.md, max_steps: 1}}",
-        p = prompts.display()
+        p = root().join("prompts").display()
     );
     let chain = |id: &str, reviewer: &str| {
         format!(
@@ -305,37 +280,21 @@ fn an_agent_command_that_hangs_is_killed_with_its_group_and_retried_next_run() {
     let s = Scratch::new();
     let mirrors = s.sample_mirrors();
     s.write("one.jsonl", &format!("{record}\n"));
-    let prompts = root().join("prompts");
     let pipeline = |command: &str| {
-        format!(
-            "name: val
-source: {{kind: swe-care, path: one.jsonl}}
-defaults:
-  cache: cache
-  repos: {{url: '{mirrors}/{{repo}}.git'}}
-  llm: {{base_url: '{url}', max_retries: 0}}
-stages:
-  - id: context
-    kind: comment_context
-  - id: environment
-    kind: environment
-    needs: context
-  - id: tests
-    kind: test_synthesis
-    needs: [context, environment]
-    prompt: {prompts}/test_synthesis.md
-    feedback_prompt: {prompts}/test_synthesis_feedback.md
-    max_attempts: 1
-    repeats: 1
-  - id: validate
+        let validate = format!(
+            "  - id: validate
     kind: agent_validation
     needs: [tests, context, environment]
     attempts: 1
-    agent: {{kind: command, prompt: {prompts}/agent_task.md, timeout_secs: 1, command: '{command}'}}
-",
-            mirrors = mirrors.display(),
-            url = server.base_url,
-            prompts = prompts.display(),
+    agent: {{kind: command, prompt: {{prompts}}/agent_task.md, timeout_secs: 1, command: '{command}'}}
+"
+        );
+        curation_pipeline(
+            "val",
+            &mirrors,
+            &server.base_url,
+            "    max_attempts: 1\n    repeats: 1\n",
+            &validate,
         )
     };
     // Until `ready` exists the agent hangs; the same command then does its job.

@@ -1,6 +1,8 @@
 //! The sample's durations#3 as a fixture for the synthesis and validation tests: its record, and
 //! scripted model answers that behave in known ways on its reviewed and fixed commits.
 
+use std::path::Path;
+
 use serde_json::Value;
 
 use super::openai::Reply;
@@ -35,4 +37,37 @@ pub fn durations3() -> (Value, Vec<String>) {
         .map(|c| c["text"].as_str().unwrap().to_string())
         .collect();
     (record, texts)
+}
+
+/// A curation pipeline over `one.jsonl` with the sample's mirrors and a model at `url`: comment
+/// context, environment and test synthesis (the repository's prompts, plus `tests_extra`, lines
+/// indented as the stage's keys), then `more` (whole stages). `{prompts}` in `more` is the prompts
+/// directory.
+pub fn curation_pipeline(name: &str, mirrors: &Path, url: &str, tests_extra: &str, more: &str) -> String {
+    let prompts = root().join("prompts");
+    let prompts = prompts.display();
+    let head = format!(
+        "name: {name}
+source: {{kind: swe-care, path: one.jsonl}}
+defaults:
+  cache: cache
+  repos: {{url: '{mirrors}/{{repo}}.git'}}
+  llm: {{base_url: '{url}', max_retries: 0}}
+  concurrency: {{docker: 1, llm: 2}}
+stages:
+  - id: context
+    kind: comment_context
+  - id: environment
+    kind: environment
+    needs: context
+  - id: tests
+    kind: test_synthesis
+    title: Converting NL Comments to Tests
+    needs: [context, environment]
+    prompt: {prompts}/test_synthesis.md
+    feedback_prompt: {prompts}/test_synthesis_feedback.md
+",
+        mirrors = mirrors.display(),
+    );
+    format!("{head}{tests_extra}{}", more.replace("{prompts}", &prompts.to_string()))
 }
