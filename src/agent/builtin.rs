@@ -1,12 +1,13 @@
 //! The built-in coding agent: the configured LLM reads the task and answers with search/replace
-//! edits, which are applied to the working copy; edits that cannot be applied are reported back, for
+//! edits (or a unified diff, or a whole file: see [`super::edits`]), which are applied to the
+//! working copy; edits that cannot be applied are reported back, for
 //! at most `max_steps` answers. It stops as soon as an answer's edits all apply.
 
 use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::edits::{apply, parse};
+use super::edits::{apply, parse_any};
 use super::{Agent, AgentError, AgentFuture, AgentTask, PLACEHOLDERS, Revision};
 use crate::errors::ConfigError;
 use crate::llm::client::Llm;
@@ -57,6 +58,9 @@ impl BuiltinAgent {
         meter: &Meter,
     ) -> Result<Revision, AgentError> {
         let mut messages = self.prompt.render(&task.values(CLIP_LINES));
+        // Only a file the model saw whole can be answered with a whole new version.
+        let whole: Vec<(String, String)> =
+            task.files.iter().filter(|(_, text)| text.lines().count() <= CLIP_LINES).cloned().collect();
         let mut transcript = Vec::new();
         for step in 1..=self.max_steps {
             let mut request = self.llm.request(messages.clone());
@@ -64,7 +68,7 @@ impl BuiltinAgent {
             request.seed = request.seed.map(|s| s + i64::from(attempt) - 1);
             let (answer, _) = self.llm.chat(&request).await.map_err(|e| AgentError::Infra(e.to_string()))?;
             meter.add(answer.usage);
-            let (edits, mut errors) = parse(&answer.text);
+            let (edits, mut errors) = parse_any(&answer.text, &whole, answer.truncated);
             if edits.is_empty() && errors.is_empty() {
                 errors.push("the answer has no edit blocks".into());
             }

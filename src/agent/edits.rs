@@ -12,6 +12,11 @@
 //! An empty SEARCH part creates a new file. Each edit is applied to a working copy on its own, and
 //! one that cannot be (no path, a path outside the copy, text not found) is reported in words the
 //! model can act on.
+//!
+//! Models do not always keep to that form. An answer without edit blocks is read, in this order,
+//! as a unified diff (each hunk becomes an edit: its context and removed lines are the SEARCH text,
+//! its context and added lines the replacement, so wrong line numbers do not matter), or as a whole
+//! file in one complete code block that replaces a file the model was shown.
 
 use std::path::Path;
 
@@ -69,6 +74,97 @@ pub fn parse(answer: &str) -> (Vec<Edit>, Vec<String>) {
         i = end + 1;
     }
     (edits, errors)
+}
+
+/// The edits in an answer, in whichever of the forms above it took. `shown` are the files the
+/// model was shown (path, text); `truncated` says the answer was cut off at the length limit, so
+/// a whole file in it cannot be trusted.
+pub fn parse_any(answer: &str, shown: &[(String, String)], truncated: bool) -> (Vec<Edit>, Vec<String>) {
+    let (edits, errors) = parse(answer);
+    if !edits.is_empty() || !errors.is_empty() {
+        return (edits, errors);
+    }
+    let hunks = diff_edits(answer);
+    if !hunks.is_empty() {
+        return (hunks, Vec::new());
+    }
+    match whole_file(answer, shown, truncated) {
+        Some(edit) => (vec![edit], Vec::new()),
+        None => (Vec::new(), Vec::new()),
+    }
+}
+
+/// The hunks of a unified diff as edits; lines outside hunks (headers, fences, prose) are skipped.
+fn diff_edits(answer: &str) -> Vec<Edit> {
+    let mut edits = Vec::new();
+    let mut path: Option<String> = None;
+    let mut hunk: Option<(Vec<&str>, Vec<&str>)> = None;
+    let mut flush = |hunk: &mut Option<(Vec<&str>, Vec<&str>)>, path: &Option<String>| {
+        if let (Some((mut search, mut replace)), Some(path)) = (hunk.take(), path)
+            && search != replace
+        {
+            // A blank line closing both sides is more likely the gap before the next hunk.
+            while search.last() == Some(&"") && replace.last() == Some(&"") {
+                search.pop();
+                replace.pop();
+            }
+            edits.push(Edit { path: path.clone(), search: join(&search), replace: join(&replace) });
+        }
+    };
+    for line in answer.lines() {
+        if let Some(p) = line.strip_prefix("+++ ") {
+            flush(&mut hunk, &path);
+            let p = p.split('\t').next().unwrap_or("").trim();
+            path = (p != "/dev/null").then(|| p.strip_prefix("b/").unwrap_or(p).to_string());
+        } else if line.starts_with("--- ") || line.starts_with("diff ") || line.starts_with("```") {
+            flush(&mut hunk, &path);
+        } else if line.starts_with("@@") {
+            flush(&mut hunk, &path);
+            hunk = Some((Vec::new(), Vec::new()));
+        } else if let Some((search, replace)) = hunk.as_mut() {
+            match line.chars().next() {
+                Some('-') => search.push(&line[1..]),
+                Some('+') => replace.push(&line[1..]),
+                Some(' ') => {
+                    search.push(&line[1..]);
+                    replace.push(&line[1..]);
+                }
+                None => {
+                    search.push("");
+                    replace.push("");
+                }
+                // `\ No newline at end of file` and anything else ends nothing.
+                _ => {}
+            }
+        }
+    }
+    flush(&mut hunk, &path);
+    edits
+}
+
+/// One complete code block that is a whole new version of a shown file: the file named on the
+/// line before it, or the only file shown. A block much shorter than the file is a snippet, not
+/// the file.
+fn whole_file(answer: &str, shown: &[(String, String)], truncated: bool) -> Option<Edit> {
+    if truncated {
+        return None;
+    }
+    let open = answer.find("```")?;
+    let after = &answer[open + 3..];
+    let (_, body) = after.split_once('\n')?;
+    let close = body.find("\n```")?;
+    let code = &body[..close + 1];
+    let named = path_before(&answer[..open].lines().collect::<Vec<_>>());
+    let (path, text) = match named.and_then(|n| shown.iter().find(|(p, _)| *p == n)) {
+        Some(file) => file,
+        None if shown.len() == 1 => &shown[0],
+        None => return None,
+    };
+    (code.lines().count() * 2 >= text.lines().count()).then(|| Edit {
+        path: path.clone(),
+        search: text.clone(),
+        replace: code.to_string(),
+    })
 }
 
 fn join(lines: &[&str]) -> String {
@@ -163,6 +259,55 @@ mod tests {
             }
         );
         assert_eq!((edits[1].path.as_str(), edits[1].search.as_str()), ("new.py", ""));
+    }
+
+    #[test]
+    fn a_unified_diff_becomes_one_edit_per_hunk() {
+        let answer = "```diff\ndiff --git a/src/d.py b/src/d.py\n--- a/src/d.py\n+++ b/src/d.py\n@@ -10,3 +10,3 @@ def f(x):\n     y = x\n-    return int(y)\n+    return round(y)\n\n@@ -40,2 +40,3 @@\n def g():\n+    '''Doc.'''\n     pass\n```\n";
+        let (edits, errors) = parse_any(answer, &[], false);
+        assert!(errors.is_empty());
+        assert_eq!(
+            edits,
+            vec![
+                Edit {
+                    path: "src/d.py".into(),
+                    search: "    y = x\n    return int(y)\n".into(),
+                    replace: "    y = x\n    return round(y)\n".into()
+                },
+                Edit {
+                    path: "src/d.py".into(),
+                    search: "def g():\n    pass\n".into(),
+                    replace: "def g():\n    '''Doc.'''\n    pass\n".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_whole_file_replaces_the_file_shown() {
+        let shown = vec![("d.py".to_string(), "def f(x):\n    return int(x)\n".to_string())];
+        let answer = "Here it is:\n```python\ndef f(x):\n    return round(x)\n```\n";
+        let (edits, _) = parse_any(answer, &shown, false);
+        assert_eq!(
+            edits,
+            vec![Edit {
+                path: "d.py".into(),
+                search: shown[0].1.clone(),
+                replace: "def f(x):\n    return round(x)\n".into()
+            }]
+        );
+        assert!(
+            parse_any(answer, &shown, true).0.is_empty(),
+            "a cut-off answer may have lost the file's end"
+        );
+        let unclosed = "```python\ndef f(x):\n    return round(x)\n";
+        assert!(parse_any(unclosed, &shown, false).0.is_empty());
+        let two = vec![shown[0].clone(), ("e.py".to_string(), "x = 1\n".to_string())];
+        assert!(parse_any(answer, &two, false).0.is_empty(), "which file is not said");
+        let named = "e.py\n```python\nx = 2\n```\n";
+        assert_eq!(parse_any(named, &two, false).0[0].path, "e.py");
+        let long = vec![("d.py".to_string(), "a = 1\n".repeat(10))];
+        assert!(parse_any(answer, &long, false).0.is_empty(), "a snippet is not the whole file");
     }
 
     #[test]

@@ -75,7 +75,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError>
             attempts: config.attempts,
             timeout: Duration::from_secs(config.timeout_secs),
         }))),
-        version: 1,
+        // 2: the built-in agent also reads unified diffs and whole files.
+        version: 2,
         scope: Scope::Comment,
         resource: Resource::Llm,
         side_effects: true,

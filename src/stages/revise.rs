@@ -36,7 +36,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError>
     let built = config.agent.build(ctx)?;
     Ok(Built {
         stage: Arc::new(ReviseStage(Arc::new(Revise { agent: built.agent, mirrors: ctx.mirrors.clone() }))),
-        version: 1,
+        // 2: the built-in agent also reads unified diffs and whole files.
+        version: 2,
         scope: Scope::Pr,
         resource: Resource::Llm,
         side_effects: true,
