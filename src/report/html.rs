@@ -53,22 +53,34 @@ fn table(out: &mut String, lines: &[&str]) {
 }
 
 fn list(out: &mut String, lines: &[&str]) {
+    // A nested list goes inside the item before it, which stays open until the level falls back.
     let mut depth = 0;
     for line in lines {
         let indent = line.len() - line.trim_start().len();
         let level = indent / 2 + 1;
-        while depth < level {
-            out.push_str("<ul>\n");
-            depth += 1;
-        }
-        while depth > level {
-            out.push_str("</ul>\n");
-            depth -= 1;
+        if level > depth {
+            while depth < level {
+                out.push_str("<ul>\n");
+                depth += 1;
+            }
+        } else {
+            out.push_str("</li>\n");
+            while depth > level {
+                out.push_str("</ul>\n</li>\n");
+                depth -= 1;
+            }
         }
         let item = line.trim_start().trim_start_matches("- ");
-        let _ = writeln!(out, "<li>{}</li>", inline(item));
+        let _ = write!(out, "<li>{}", inline(item));
     }
-    for _ in 0..depth {
+    if depth > 0 {
+        out.push_str("</li>\n");
+    }
+    while depth > 1 {
+        out.push_str("</ul>\n</li>\n");
+        depth -= 1;
+    }
+    if depth == 1 {
         out.push_str("</ul>\n");
     }
 }
@@ -143,7 +155,7 @@ mod tests {
         let html = markdown(md);
         assert_eq!(
             html,
-            "<h1>Funnel: x</h1>\n<table>\n<tr><th>Stage</th><th>PRs</th></tr>\n<tr><td>Review <code>filter</code></td><td class=\"n\">3</td></tr>\n</table>\n<h2>Reasons</h2>\n<ul>\n<li>Tests (<code>tests</code>)</li>\n<ul>\n<li>2 × failed &lt;both&gt;</li>\n</ul>\n<li>Other</li>\n</ul>\n<p>Union: 1 of 2 tests.</p>\n"
+            "<h1>Funnel: x</h1>\n<table>\n<tr><th>Stage</th><th>PRs</th></tr>\n<tr><td>Review <code>filter</code></td><td class=\"n\">3</td></tr>\n</table>\n<h2>Reasons</h2>\n<ul>\n<li>Tests (<code>tests</code>)<ul>\n<li>2 × failed &lt;both&gt;</li>\n</ul>\n</li>\n<li>Other</li>\n</ul>\n<p>Union: 1 of 2 tests.</p>\n"
         );
     }
 
