@@ -70,7 +70,11 @@ impl BuiltinAgent {
             meter.add(answer.usage);
             let (edits, mut errors) = parse_any(&answer.text, &whole, answer.truncated);
             if edits.is_empty() && errors.is_empty() {
-                errors.push("the answer has no edit blocks".into());
+                errors.push(if answer.truncated {
+                    "the answer was cut off at the length limit before it ended; send SEARCH/REPLACE edit blocks for only the lines that change".into()
+                } else {
+                    "the answer has no edit blocks".into()
+                });
             }
             let mut applied = 0;
             for edit in &edits {

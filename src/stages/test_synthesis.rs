@@ -120,8 +120,9 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError>
             timeout: Duration::from_secs(config.timeout_secs),
             file_lines: config.file_lines,
         }))),
-        // 2: an import error on both sides is judged a broken import.
-        version: 2,
+        // 2: an import error on both sides is judged a broken import. 3: a cut-off answer with no
+        // complete test is told so.
+        version: 3,
         scope: Scope::Comment,
         resource: Resource::Llm,
         side_effects: true,

@@ -8,13 +8,18 @@ pub fn test_code(answer: &str, truncated: bool) -> Result<String, String> {
     if truncated {
         code = without_last_block(&code);
     }
+    let cut_off =
+        "the answer was cut off at the length limit before its first test ended; write one shorter test";
     if code.is_empty() {
-        return Err("the answer was empty".into());
+        return Err(if truncated { cut_off.into() } else { "the answer was empty".into() });
     }
     let has_test = code.lines().any(|l| {
         let l = l.trim_start();
         l.starts_with("def test") || l.starts_with("async def test") || l.starts_with("class Test")
     });
+    if !has_test && truncated {
+        return Err(cut_off.into());
+    }
     if !has_test {
         return Err(if fenced(answer).is_none() && !looks_like_code(&code) {
             "the answer has no ```python code block".into()
@@ -86,9 +91,11 @@ mod tests {
         let cut = "```python\nimport x\n\ndef test_a():\n    assert x.f()\n\n\n@pytest.mark.slow\ndef test_b():\n    assert x.g(\n";
         assert_eq!(test_code(cut, true).unwrap(), "import x\n\ndef test_a():\n    assert x.f()\n");
         assert!(
-            test_code("```python\ndef test_a():\n    assert (\n", true).is_err(),
+            test_code("```python\ndef test_a():\n    assert (\n", true).is_err_and(|e| e.contains("cut off")),
             "nothing complete is left"
         );
+        let only_imports = test_code("```python\nimport x\n\ndef test_a():\n    assert (\n", true);
+        assert!(only_imports.is_err_and(|e| e.contains("write one shorter test")));
     }
 
     #[test]
