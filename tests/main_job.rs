@@ -1,6 +1,7 @@
 //! The main job as a newcomer runs it: pipelines/ccrab.yaml on the bundled sample, with no model
-//! server, replaying the answers committed in cache/llm; and `curate gold` the same way. A prompt
-//! edited without recording its answers again fails here.
+//! server, replaying the answers committed in cache/llm, then pipelines/eval.yaml on the benchmark
+//! it exports; and `curate gold` the same way. A prompt edited without recording its answers again
+//! fails here.
 
 mod common;
 
@@ -65,6 +66,44 @@ fn the_main_pipeline_replays_the_recorded_model_answers() {
     let stats = std::fs::read_to_string(bench.join("stats.md")).unwrap();
     let table = stats.split_once("| Statistic").map(|(_, t)| t).unwrap();
     assert!(report.contains(table), "{stats}\n{report}");
+
+    // The review tools scored on the tests the model wrote (pipelines/eval.yaml, pointed at an
+    // export of the `tests` stage: the local model's agent validates none of them): Table 5
+    // exactly as the run with the local model printed it.
+    let bench = out.path().join("tests-bench");
+    let export = curate_cmd(
+        &root(),
+        &[
+            "export",
+            "pipelines/ccrab.yaml",
+            "--state",
+            state,
+            "--stage",
+            "tests",
+            "--out",
+            bench.to_str().unwrap(),
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(export.status.code(), Some(0), "{}", stderr(&export));
+    let eval = std::fs::read_to_string(root().join("pipelines/eval.yaml")).unwrap();
+    let eval = eval
+        .replace("path: ../exports/sample", &format!("path: {}", bench.display()))
+        .replace("../", &format!("{}/", root().display()));
+    let eval_file = out.path().join("eval.yaml");
+    std::fs::write(&eval_file, eval).unwrap();
+    let eval_state = out.path().join("eval-state");
+    let (file, state) = (eval_file.to_str().unwrap(), eval_state.to_str().unwrap());
+    let run = curate_cmd(&root(), &["run", file, "--state", state])
+        .env("CURATE_LLM_CACHE", "replay")
+        .env("OPENAI_BASE_URL", NOWHERE)
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}\n{}", stdout(&run), stderr(&run));
+    let table5 = curate_cmd(&root(), &["report", file, "--state", state]).output().unwrap();
+    let expected = std::fs::read_to_string(root().join("docs/eval-report.md")).unwrap();
+    assert_eq!(stdout(&table5), expected, "the replayed evaluation differs from docs/eval-report.md");
 }
 
 #[test]
