@@ -28,6 +28,11 @@ fn open(out: &mut String, width: usize, height: usize, title: &str) {
     let _ = writeln!(out, "<text x=\"10\" y=\"20\" {FONT} font-weight=\"bold\">{}</text>", escape(title));
 }
 
+/// About how wide `chars` characters of the charts' font are, in pixels.
+fn text_width(chars: usize) -> f64 {
+    7.0 * chars as f64
+}
+
 fn text(out: &mut String, x: f64, y: f64, anchor: &str, body: &str) {
     let _ = writeln!(
         out,
@@ -46,7 +51,7 @@ pub fn funnel(f: &Funnel) -> String {
     let (label_w, bar_w, row_h) = (300.0, 360.0, 22.0);
     let height = 60 + f.funnel.len() * 2 * row_h as usize;
     let mut out = String::new();
-    open(&mut out, (label_w + bar_w + 80.0) as usize, height, &format!("Funnel: {}", f.pipeline));
+    open(&mut out, (label_w + bar_w + 120.0) as usize, height, &format!("Funnel: {}", f.pipeline));
     let max = f.funnel.iter().map(|r| r.comments.max(r.prs)).max().unwrap_or(0).max(1) as f64;
     for (i, row) in f.funnel.iter().enumerate() {
         let y = 40.0 + (2 * i) as f64 * row_h;
@@ -87,13 +92,21 @@ pub fn exact_overlaps(e: &Evaluation) -> (Vec<(BTreeSet<usize>, usize)>, usize) 
 /// Figure 5 as an UpSet plot: a bar per exact set of reviewers, dots below marking the set, and
 /// each reviewer's total on the left.
 pub fn overlaps(e: &Evaluation) -> String {
+    const TITLE: &str = "Tests passed by each set of reviewers (Figure 5)";
     let (sets, nobody) = exact_overlaps(e);
-    let (left, col_w, top, plot_h, dot_h) = (220.0, 34.0, 40.0, 150.0, 22.0);
+    let labels: Vec<String> =
+        e.reviewers.iter().map(|r| format!("{} ({})", r.reviewer, r.passed_tests.len())).collect();
+    let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    let (col_w, top, plot_h, dot_h) = (34.0, 40.0, 150.0, 22.0);
+    let left = text_width(longest).max(120.0) + 20.0;
     let columns = sets.len().max(1);
-    let width = (left + columns as f64 * col_w + 40.0) as usize;
+    let width = (left + columns as f64 * col_w + 40.0).max(text_width(TITLE.len() + 4)) as usize;
     let height = (top + plot_h + 30.0 + e.reviewers.len() as f64 * dot_h + 40.0) as usize;
     let mut out = String::new();
-    open(&mut out, width, height, "Tests passed by each set of reviewers (Figure 5)");
+    open(&mut out, width, height, TITLE);
+    if sets.is_empty() {
+        text(&mut out, left, top + plot_h / 2.0, "start", "no test passed");
+    }
     let max = sets.iter().map(|s| s.1).max().unwrap_or(0).max(1) as f64;
     let base = top + plot_h;
     for (c, (set, n)) in sets.iter().enumerate() {
