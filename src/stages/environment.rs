@@ -64,6 +64,39 @@ pub fn build_stage(ctx: &StageContext, config: &Mapping) -> Result<Built, Config
     })
 }
 
+/// Announces each verification command in the one run that does them all.
+const STEP: &str = "curate-verify-step: ";
+
+/// The verification commands as one shell script: in order, each announced, stopping at the
+/// first that fails with its exit code.
+fn verification_script(commands: &[Vec<String>]) -> String {
+    let quote = |a: &String| format!("'{}'", a.replace('\'', "'\\''"));
+    commands
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let words: Vec<String> = c.iter().map(quote).collect();
+            format!("echo '{STEP}{i}'; {} || exit $?", words.join(" "))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The command a failed verification stopped in (the last announced; the last command when the
+/// announcement was lost to truncation), and the output without the announcements.
+fn failed_step(output: &str, commands: usize) -> (usize, String) {
+    let mut step = None;
+    let mut rest = String::with_capacity(output.len());
+    for line in output.split_inclusive('\n') {
+        match line.trim_end().strip_prefix(STEP).and_then(|n| n.parse::<usize>().ok()) {
+            Some(n) => step = Some(n),
+            None => rest.push_str(line),
+        }
+    }
+    let last = commands.saturating_sub(1);
+    (step.unwrap_or(last).min(last), rest)
+}
+
 /// The last line that says something, for a rejection reason.
 fn last_line(text: &str) -> String {
     text.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").chars().take(240).collect()
@@ -173,27 +206,23 @@ impl Environment {
         };
         let instance_s = t1.elapsed().as_secs_f64();
         let t2 = Instant::now();
-        let files = tree_files(&checkout)?;
-        for command in &r.verify {
-            let mut spec = env_spec(&tag, command.clone());
-            spec.files = files.clone();
-            spec.timeout = self.verify_timeout;
+        if !r.verify.is_empty() {
+            // One container for every check: each costs a start and a copy of the tree otherwise.
+            let mut spec = env_spec(&tag, vec!["sh".into(), "-c".into(), verification_script(&r.verify)]);
+            spec.files = tree_files(&checkout)?;
+            spec.timeout = self.verify_timeout * r.verify.len() as u32;
             let result = run(&docker, &spec).await?;
-            let shown = command.join(" ");
-            match result.exit_code {
-                Some(0) => {}
-                Some(5) if command.iter().any(|c| c == "pytest") => {
-                    return Err(Step::Failed("verification: pytest collected no tests".into()));
-                }
-                _ if result.timed_out => {
-                    return Err(Step::Failed(format!("verification timed out: `{shown}`")));
-                }
-                _ => {
-                    return Err(Step::Failed(format!(
-                        "verification failed: `{shown}`: {}",
-                        last_line(&result.output)
-                    )));
-                }
+            if result.exit_code != Some(0) {
+                let (step, output) = failed_step(&result.output, r.verify.len());
+                let command = &r.verify[step];
+                let shown = command.join(" ");
+                return Err(Step::Failed(match result.exit_code {
+                    Some(5) if command.iter().any(|c| c == "pytest") => {
+                        "verification: pytest collected no tests".into()
+                    }
+                    _ if result.timed_out => format!("verification timed out: `{shown}`"),
+                    _ => format!("verification failed: `{shown}`: {}", last_line(&output)),
+                }));
             }
         }
         Ok(json!({
@@ -234,5 +263,35 @@ impl Stage for Environment {
                 Err(Step::Infra(error)) => Outcome::Errored { error },
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> (Option<i32>, String) {
+        let out = std::process::Command::new("sh").args(["-c", script]).output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    #[test]
+    fn one_run_verifies_in_order_and_names_the_step_that_failed() {
+        let words = |c: &[&str]| c.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let ok = [words(&["true"]), words(&["echo", "it's fine"])];
+        let (code, out) = sh(&verification_script(&ok));
+        assert_eq!(code, Some(0));
+        let (step, rest) = failed_step(&out, 2);
+        assert_eq!((step, rest.as_str()), (1, "it's fine\n"), "quoted arguments arrive whole");
+
+        let failing =
+            [words(&["true"]), words(&["sh", "-c", "echo half-finished; exit 5"]), words(&["echo", "never"])];
+        let (code, out) = sh(&verification_script(&failing));
+        assert_eq!(code, Some(5), "the failing command's exit code");
+        let (step, rest) = failed_step(&out, 3);
+        assert_eq!(step, 1);
+        assert_eq!(rest, "half-finished\n");
+        assert!(!out.contains("never"));
+        assert_eq!(failed_step("no marks\n", 2).0, 1, "announcements lost: the last command");
     }
 }
