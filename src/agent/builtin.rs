@@ -1,7 +1,7 @@
 //! The built-in coding agent: the configured LLM reads the task and answers with search/replace
 //! edits (or a unified diff, or a whole file: see [`super::edits`]), which are applied to the
-//! working copy; edits that cannot be applied are reported back, for
-//! at most `max_steps` answers. It stops as soon as an answer's edits all apply.
+//! working copy; edits that cannot be applied are reported back, for at most `max_steps` answers.
+//! It stops as soon as an answer's edits all apply.
 
 use std::path::Path;
 

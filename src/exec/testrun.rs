@@ -1,6 +1,6 @@
 //! Running one test file against one state of a repository inside the PR's image: the tree under
 //! test (the reviewed or the fixed commit, a revised working copy) is copied into /repo, and what
-//! pytest said is classified what pytest said: passed, failed (and how), or an error that is
+//! pytest said is classified: passed, failed (and how), or an error that is
 //! not the test's own verdict (a syntax error in the test, an import that breaks collection, a
 //! timeout).
 

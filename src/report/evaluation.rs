@@ -62,13 +62,12 @@ pub struct TextSimilarity {
 
 /// Text similarity per reviewer name, over the kept outputs of every `review` stage.
 fn text_similarity(flow: &Flow, states: &[Vec<TaskState>]) -> BTreeMap<String, TextSimilarity> {
+    let parse = |v: &serde_json::Value| serde_json::from_value::<Vec<Finding>>(v.clone()).unwrap_or_default();
     let mut sums: BTreeMap<String, (usize, Similarity)> = BTreeMap::new();
     for (s, _) in flow.pipeline.stages.iter().enumerate().filter(|(_, p)| p.kind == "review") {
         for x in flow.tasks(s) {
             let TaskState::Kept { output, .. } = &states[s][x] else { continue };
             let Some(name) = output["reviewer"].as_str() else { continue };
-            let parse =
-                |v: &serde_json::Value| serde_json::from_value::<Vec<Finding>>(v.clone()).unwrap_or_default();
             let pr = serde_json::from_value::<PullRequest>(flow.data.items[x].data.clone()).ok();
             let humans = pr
                 .and_then(|pr| pr.extra.get("benchmark").map(|b| parse(&b["human_comments"])))

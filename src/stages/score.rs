@@ -78,8 +78,9 @@ impl Score {
         let work = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
         let copy = work.path().join("repo");
         history_free_copy(self.mirrors.clone(), &pr.repo, &pr.head_commit, &copy).await?;
-        // An image this machine lacks is made again from the export's Dockerfiles, on the reviewed
-        // code (without git's metadata, as the curation run built it).
+        // An image this machine lacks is made again from the export's Dockerfiles, on a real
+        // checkout of the reviewed commit, as the environment stage built it (a build that reads
+        // the version from git needs the history, which the history-free copy above lacks).
         if !image_exists(&docker, &image).await.map_err(|e| e.to_string())? {
             let exported: Option<ExportedEnvironment> =
                 serde_json::from_value(bench["rebuild"].clone()).map_err(|e| e.to_string())?;
@@ -91,7 +92,7 @@ impl Score {
             let tree = work.path().join("tree");
             let (mirrors, repo, head, dest) =
                 (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone(), tree.clone());
-            tokio::task::spawn_blocking(move || mirrors.open(&repo, &[&head])?.export_tree(&head, &dest))
+            tokio::task::spawn_blocking(move || mirrors.open(&repo, &[&head])?.materialize(&head, &dest))
                 .await
                 .map_err(|e| format!("the git worker failed: {e}"))?
                 .map_err(|e| e.to_string())?;
