@@ -6,9 +6,8 @@
 
 pub mod agent;
 pub mod commands;
-pub mod engine;
+pub mod context;
 pub mod environment;
-pub mod errors;
 pub mod exec;
 pub mod export;
 pub mod llm;
@@ -18,3 +17,6 @@ pub mod review;
 pub mod sources;
 pub mod stages;
 pub mod synthesis;
+
+pub use curate_engine as engine;
+pub use curate_engine::errors;

@@ -8,13 +8,14 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::edits::{apply, parse_any};
-use super::{Agent, AgentError, AgentFuture, AgentTask, PLACEHOLDERS, Revision};
+use super::{Agent, AgentFuture, AgentTask, PLACEHOLDERS, Revision};
+use crate::context::StageContext;
+use crate::engine::stage::{Meter, TaskError};
 use crate::errors::ConfigError;
 use crate::llm::client::Llm;
 use crate::llm::prompt::Template;
 use crate::llm::{LlmSpec, Message};
 use crate::repo::workspace::working_diff;
-use crate::stages::{Meter, StageContext};
 
 /// Lines of the patch and of each file shown to the model.
 const CLIP_LINES: usize = 300;
@@ -56,7 +57,7 @@ impl BuiltinAgent {
         workdir: &Path,
         attempt: u32,
         meter: &Meter,
-    ) -> Result<Revision, AgentError> {
+    ) -> Result<Revision, TaskError> {
         let mut messages = self.prompt.render(&task.values(CLIP_LINES));
         // Only a file the model saw whole can be answered with a whole new version.
         let whole: Vec<(String, String)> =
@@ -66,8 +67,8 @@ impl BuiltinAgent {
             let mut request = self.llm.request(messages.clone());
             // Another attempt samples differently; the first is the configured seed.
             request.seed = request.seed.map(|s| s + i64::from(attempt) - 1);
-            let (answer, _) = self.llm.chat(&request).await.map_err(|e| AgentError::Infra(e.to_string()))?;
-            meter.add(answer.usage);
+            let (answer, _) = self.llm.chat(&request).await.map_err(|e| TaskError::infra(e.to_string()))?;
+            meter.add(answer.usage.into());
             let (edits, mut errors) = parse_any(&answer.text, &whole, answer.truncated);
             if edits.is_empty() && errors.is_empty() {
                 errors.push(if answer.truncated {
@@ -97,7 +98,7 @@ impl BuiltinAgent {
                 messages.push(m);
             }
         }
-        let diff = working_diff(workdir).map_err(|e| AgentError::Infra(e.to_string()))?;
+        let diff = working_diff(workdir).map_err(|e| TaskError::infra(e.to_string()))?;
         Ok(Revision { diff, transcript })
     }
 }

@@ -10,13 +10,14 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::{Agent, AgentError, AgentFuture, AgentTask, PLACEHOLDERS, Revision};
+use super::{Agent, AgentFuture, AgentTask, PLACEHOLDERS, Revision};
+use crate::context::StageContext;
+use crate::engine::stage::{Meter, TaskError};
 use crate::errors::ConfigError;
 use crate::exec::host::run_shell;
 use crate::exec::sandbox::truncate_middle;
 use crate::llm::prompt::Template;
 use crate::repo::workspace::working_diff;
-use crate::stages::{Meter, StageContext};
 
 const CLIP_LINES: usize = 2_000;
 const OUTPUT_LIMIT: usize = 16 * 1024;
@@ -41,8 +42,8 @@ impl CommandAgent {
         Ok(CommandAgent { command: command.to_string(), prompt, timeout: Duration::from_secs(timeout_secs) })
     }
 
-    async fn work(&self, task: &AgentTask, workdir: &Path) -> Result<Revision, AgentError> {
-        let infra = |what: &str, e: std::io::Error| AgentError::Infra(format!("{what}: {e}"));
+    async fn work(&self, task: &AgentTask, workdir: &Path) -> Result<Revision, TaskError> {
+        let infra = |what: &str, e: std::io::Error| TaskError::infra(format!("{what}: {e}"));
         let text: Vec<String> =
             self.prompt.render(&task.values(CLIP_LINES)).into_iter().map(|m| m.content).collect();
         // Beside the copy, not in it, so it is not part of the revision.
@@ -55,9 +56,9 @@ impl CommandAgent {
         let env = [("CURATE_PROMPT_FILE", prompt_file.as_path()), ("CURATE_WORKDIR", workdir)];
         let output = run_shell(&command, workdir, &env, self.timeout)
             .await
-            .map_err(|e| AgentError::Infra(e.to_string()))?;
+            .map_err(|e| TaskError::infra(e.to_string()))?;
         let printed = format!("{}{}", output.stdout, output.stderr);
-        let diff = working_diff(workdir).map_err(|e| AgentError::Infra(e.to_string()))?;
+        let diff = working_diff(workdir).map_err(|e| TaskError::infra(e.to_string()))?;
         Ok(Revision {
             diff,
             transcript: vec![json!({

@@ -20,9 +20,10 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::context::StageContext;
+use crate::engine::stage::{Meter, TaskError};
 use crate::errors::ConfigError;
 use crate::llm::LlmSpec;
-use crate::stages::{Meter, StageContext};
 
 /// One review comment for the agent to address.
 #[derive(Debug, Clone, Serialize)]
@@ -108,15 +109,9 @@ pub struct Revision {
     pub transcript: Vec<Value>,
 }
 
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum AgentError {
-    /// The agent could not be run at all (model server down, command missing): not the agent's
-    /// answer, so the task errors and runs again.
-    #[error("{0}")]
-    Infra(String),
-}
-
-pub type AgentFuture<'a> = Pin<Box<dyn Future<Output = Result<Revision, AgentError>> + Send + 'a>>;
+/// A revision, or [`TaskError::Infra`] when the agent could not be run at all (model server down,
+/// command missing): not the agent's answer, so the task errors and runs again.
+pub type AgentFuture<'a> = Pin<Box<dyn Future<Output = Result<Revision, TaskError>> + Send + 'a>>;
 
 pub trait Agent: Send + Sync {
     /// Revises the working copy in `workdir`. `attempt` counts from 1; an agent may vary with it

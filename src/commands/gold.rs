@@ -9,9 +9,7 @@ use anyhow::{Context, anyhow};
 use serde::Deserialize;
 
 use super::{Failure, exit};
-use crate::engine::pipeline::Pipeline;
 use crate::engine::spec::parse_config;
-use crate::stages::StageContext;
 use crate::stages::review_filter::{Config, Fields, Filter, Judgement};
 
 #[derive(Debug, Deserialize)]
@@ -92,7 +90,7 @@ fn row(name: &str, c: &Confusion) -> String {
 }
 
 pub fn gold(path: &Path, stage: Option<&str>) -> Result<u8, Failure> {
-    let pipeline = Pipeline::load(path)?;
+    let (pipeline, context) = crate::context::load(path)?;
     let plan = pipeline
         .stages
         .iter()
@@ -122,13 +120,7 @@ pub fn gold(path: &Path, stage: Option<&str>) -> Result<u8, Failure> {
             serde_json::from_str(line).with_context(|| format!("{}:{}", gold_path.display(), i + 1))?;
         comments.push(c);
     }
-    let ctx = StageContext {
-        dir: &pipeline.dir,
-        id: &plan.id,
-        mirrors: &pipeline.mirrors,
-        llm: &pipeline.llm,
-        cache: &pipeline.cache,
-    };
+    let ctx = context.for_stage(&plan.id);
     let filter = Arc::new(Filter::build(&ctx, &config).map_err(|e| anyhow!("stage `{}`: {e}", plan.id))?);
     eprintln!(
         "gold: {} comments from {}, stage `{}`, model {}",

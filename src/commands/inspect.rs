@@ -7,7 +7,6 @@ use anyhow::Context;
 use super::{Failure, Selection, exit, load};
 use crate::engine::flow::Flow;
 use crate::engine::item::Scope;
-use crate::engine::pipeline::Pipeline;
 use crate::engine::{lock, store, walk};
 use crate::{export, report};
 
@@ -39,7 +38,7 @@ pub fn validate(path: &Path) -> Result<u8, Failure> {
 }
 
 pub fn graph(path: &Path, format: GraphFormat) -> Result<u8, Failure> {
-    let pipeline = Pipeline::load(path)?;
+    let (pipeline, _) = crate::context::load(path)?;
     print!(
         "{}",
         match format {

@@ -67,7 +67,7 @@ struct Loaded {
 const PROBLEMS_SHOWN: usize = 20;
 
 fn load(path: &Path, sel: &Selection) -> Result<Loaded, Failure> {
-    let pipeline = Pipeline::load(path)?;
+    let (pipeline, _) = crate::context::load(path)?;
     let ingest = pipeline.source.load()?;
     if sel.strict && !ingest.problems.is_empty() {
         return Err(

@@ -40,3 +40,21 @@ pub async fn image_exists(docker: &Docker, tag: &str) -> Result<bool, ExecError>
         Err(e) => Err(e.into()),
     }
 }
+
+/// A connection to the daemon made on first use and shared after: stages build one when the
+/// pipeline loads (no daemon needed to check a pipeline) and connect when a task first needs it.
+#[derive(Debug, Default)]
+pub struct LazyDocker(tokio::sync::OnceCell<Docker>);
+
+impl LazyDocker {
+    pub async fn get(&self) -> Result<Docker, ExecError> {
+        self.0.get_or_try_init(connect).await.cloned()
+    }
+}
+
+/// Docker failing is the infrastructure failing: the task errors and runs again.
+impl From<ExecError> for crate::engine::stage::TaskError {
+    fn from(e: ExecError) -> Self {
+        crate::engine::stage::TaskError::Infra(Box::new(e))
+    }
+}

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use serde_yaml::Mapping;
 
-use crate::engine::item::Item;
-use crate::errors::{ConfigError, Problem, SourceError};
+pub use crate::engine::source::{Ingest, Source};
+use crate::errors::ConfigError;
 
 pub mod benchmark;
 pub mod jsonl;
@@ -40,17 +40,4 @@ pub fn build(
 pub struct SourceContext<'a> {
     /// The pipeline file's directory: source paths are relative to it.
     pub dir: &'a Path,
-}
-
-/// What a source read: the good items, and each bad record it skipped.
-#[derive(Debug, Default)]
-pub struct Ingest {
-    pub items: Vec<Item>,
-    pub problems: Vec<Problem>,
-}
-
-pub trait Source: Send + Sync {
-    /// Reads every item. Bad records are returned as problems, not errors; an error means the
-    /// source could not be read at all.
-    fn load(&self) -> Result<Ingest, SourceError>;
 }

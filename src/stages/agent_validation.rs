@@ -10,19 +10,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bollard::Docker;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use serde_yaml::Mapping;
-use tokio::sync::OnceCell;
 
-use super::{Built, Stage, StageContext, TaskFuture, TaskInput};
-use crate::agent::{Agent, AgentConfig, AgentError, AgentTask, ReviewNote, file_patch};
-use crate::engine::item::{Outcome, Scope};
+use super::contract::{self, CommentContext, Contract, Environment, Test};
+use super::{AsyncStage, StageContext, StageDef, TaskError, TaskInput, adapt, comment_records};
+use crate::agent::{Agent, AgentConfig, AgentTask, ReviewNote, file_patch};
+use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
-use crate::exec::connect;
+use crate::exec::docker::LazyDocker;
 use crate::exec::testrun::{Verdict, run_test};
 use crate::repo::Mirrors;
 use crate::repo::workspace::history_free_copy;
@@ -56,25 +55,25 @@ pub mod reasons {
 struct Validation {
     agent: Arc<dyn Agent>,
     mirrors: Arc<Mirrors>,
-    docker: OnceCell<Docker>,
+    docker: LazyDocker,
     attempts: u32,
     timeout: Duration,
 }
 
-pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError> {
+pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
     let config: Config = parse_config(config)?;
     if config.attempts == 0 {
         return Err(ConfigError::new("attempts", "must be at least 1"));
     }
     let built = config.agent.build(ctx)?;
-    Ok(Built {
-        stage: Arc::new(AgentValidation(Arc::new(Validation {
+    Ok(StageDef {
+        stage: adapt(Validation {
             agent: built.agent,
             mirrors: ctx.mirrors.clone(),
-            docker: OnceCell::new(),
+            docker: LazyDocker::default(),
             attempts: config.attempts,
             timeout: Duration::from_secs(config.timeout_secs),
-        }))),
+        }),
         // 2: the built-in agent also reads unified diffs and whole files.
         version: 2,
         scope: Scope::Comment,
@@ -82,6 +81,10 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError>
         side_effects: true,
         files: built.files,
         fingerprint_extra: built.fingerprint,
+        // The agent model's settings that change answers are in the fingerprint.
+        unhashed: &["agent.llm"],
+        provides: None,
+        requires: vec![contract::Test::NAME, CommentContext::NAME, Environment::NAME],
     })
 }
 
@@ -93,52 +96,37 @@ struct Inputs {
     test: String,
 }
 
-fn inputs(input: &TaskInput) -> Result<Inputs, String> {
-    let (pr, comment) = input.comment_records()?;
-    let find = |key: &str, stage: &str| {
-        input.upstream_with(key).cloned().ok_or(format!(
-            "agent_validation needs a {stage} stage upstream (`needs: [tests, context, environment]`)"
-        ))
-    };
-    let synthesis = find("test_file", "test_synthesis")?;
-    let context = find("file_before", "comment_context")?;
-    let environment = find("image", "environment")?;
-    let text = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
-    let path = text(&context, "path");
+fn inputs(input: &TaskInput) -> Result<Inputs, TaskError> {
+    let (pr, comment) = comment_records(input)?;
+    let test: Test = contract::upstream(input)?;
+    let context: CommentContext = contract::upstream(input)?;
+    let environment: Environment = contract::upstream(input)?;
+    let path = context.path;
     let task = AgentTask {
         pr_title: pr.title.clone(),
         // The part of the patch the comment is about; the whole patch costs the model more than it tells.
         patch: file_patch(pr.patch.as_deref().unwrap_or_default(), &path),
         review: vec![ReviewNote {
             path: Some(path.clone()),
-            line: context["end_line"].as_u64(),
+            line: Some(context.end_line),
             body: comment.text.clone(),
         }],
-        files: vec![(path, text(&context, "file_before"))],
+        files: vec![(path, context.file_before)],
     };
-    Ok(Inputs {
-        image: text(&environment, "image"),
-        test_file: text(&synthesis, "test_file"),
-        test: text(&synthesis, "test"),
-        pr,
-        task,
-    })
+    Ok(Inputs { image: environment.image, test_file: test.test_file, test: test.test, pr, task })
 }
 
-impl Validation {
-    async fn validate(&self, input: &TaskInput) -> Result<Outcome, String> {
-        let i = inputs(input)?;
-        let docker = self.docker.get_or_try_init(connect).await.map_err(|e| e.to_string())?.clone();
+impl AsyncStage for Validation {
+    async fn run(&self, input: TaskInput) -> Result<Value, TaskError> {
+        let i = inputs(&input)?;
+        let docker = self.docker.get().await?;
         let mut history = Vec::new();
         let mut last = reasons::FAILED;
         for attempt in 1..=self.attempts {
             let work = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
             let copy = work.path().join("repo");
             history_free_copy(self.mirrors.clone(), &i.pr.repo, &i.pr.head_commit, &copy).await?;
-            let revision = match self.agent.revise(&i.task, &copy, attempt, &input.meter).await {
-                Ok(r) => r,
-                Err(AgentError::Infra(e)) => return Err(e),
-            };
+            let revision = self.agent.revise(&i.task, &copy, attempt, &input.meter).await?;
             if revision.diff.trim().is_empty() {
                 history.push(json!({"attempt": attempt, "patch": "", "transcript": revision.transcript, "result": reasons::NO_CHANGE}));
                 last = reasons::NO_CHANGE;
@@ -156,26 +144,13 @@ impl Validation {
                 "result": if passed { "passed" } else { reasons::FAILED },
             }));
             if passed {
-                return Ok(Outcome::Kept {
-                    output: json!({"attempts": attempt, "patch": revision.diff, "history": history}),
-                });
+                return Ok(json!({"attempts": attempt, "patch": revision.diff, "history": history}));
             }
             last = reasons::FAILED;
         }
-        Ok(Outcome::Rejected {
+        Err(TaskError::Reject {
             reason: last.to_string(),
             detail: json!({"attempts": history.len(), "history": history}),
         })
-    }
-}
-
-struct AgentValidation(Arc<Validation>);
-
-impl Stage for AgentValidation {
-    fn run(&self, input: TaskInput) -> TaskFuture {
-        let this = self.0.clone();
-        Box::pin(
-            async move { this.validate(&input).await.unwrap_or_else(|error| Outcome::Errored { error }) },
-        )
     }
 }

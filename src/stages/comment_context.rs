@@ -10,7 +10,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use serde_yaml::Mapping;
 
-use super::{Built, Stage, StageContext, TaskFuture, TaskInput};
+use super::contract::{self, Contract};
+use super::{Stage, StageContext, StageDef, TaskFuture, TaskInput};
 use crate::engine::item::{Outcome, Scope};
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
@@ -36,9 +37,9 @@ struct CommentContext {
     context_lines: u64,
 }
 
-pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError> {
+pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
     let config: Config = parse_config(config)?;
-    Ok(Built {
+    Ok(StageDef {
         stage: Arc::new(CommentContext { mirrors: ctx.mirrors.clone(), context_lines: config.context_lines }),
         version: 1,
         scope: Scope::Comment,
@@ -46,6 +47,9 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError>
         side_effects: false,
         files: Vec::new(),
         fingerprint_extra: Value::Null,
+        unhashed: &[],
+        provides: Some(contract::CommentContext::NAME),
+        requires: Vec::new(),
     })
 }
 

@@ -12,20 +12,21 @@ use bollard::Docker;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use serde_yaml::Mapping;
-use tokio::sync::OnceCell;
 
-use super::{Built, Stage, StageContext, TaskFuture, TaskInput};
-use crate::engine::item::{Outcome, Scope};
+use super::contract::{self, Contract};
+use super::{AsyncStage, StageContext, StageDef, TaskError, TaskInput, adapt, pr_record};
+use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::environment::detect::detect;
 use crate::environment::recipe::{Recipe, instance_tag, recipe, rfc3339};
 use crate::errors::ConfigError;
+use crate::exec::ExecError;
 use crate::exec::build::{BuildFailure, build, build_lock, commit_layer};
+use crate::exec::docker::LazyDocker;
 use crate::exec::docker::image_exists;
 use crate::exec::sandbox::run;
 use crate::exec::testrun::{REPO, env_spec, tree_files};
-use crate::exec::{ExecError, connect};
 use crate::repo::{Mirrors, RepoError, working_files};
 use crate::sources::record::PullRequest;
 
@@ -43,16 +44,16 @@ fn default_verify_timeout() -> u64 {
 
 struct Environment {
     mirrors: Arc<Mirrors>,
-    docker: Arc<OnceCell<Docker>>,
+    docker: LazyDocker,
     verify_timeout: Duration,
 }
 
-pub fn build_stage(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError> {
+pub fn build_stage(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
     let config: Config = parse_config(config)?;
-    Ok(Built {
-        stage: Arc::new(Environment {
+    Ok(StageDef {
+        stage: adapt(Environment {
             mirrors: ctx.mirrors.clone(),
-            docker: Arc::new(OnceCell::new()),
+            docker: LazyDocker::default(),
             verify_timeout: Duration::from_secs(config.verify_timeout_secs),
         }),
         version: 2,
@@ -61,6 +62,9 @@ pub fn build_stage(ctx: &StageContext, config: &Mapping) -> Result<Built, Config
         side_effects: true,
         files: Vec::new(),
         fingerprint_extra: Value::Null,
+        unhashed: &[],
+        provides: Some(contract::Environment::NAME),
+        requires: Vec::new(),
     })
 }
 
@@ -102,21 +106,10 @@ fn last_line(text: &str) -> String {
     text.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").chars().take(240).collect()
 }
 
-enum Step {
-    Failed(String),
-    Infra(String),
-}
-
-impl From<ExecError> for Step {
-    fn from(e: ExecError) -> Step {
-        Step::Infra(e.to_string())
-    }
-}
-
 /// A layer's build that failed on its own terms, as a rejection naming the step.
-fn build_failed(what: &str, f: BuildFailure) -> Step {
+fn build_failed(what: &str, f: BuildFailure) -> TaskError {
     let detail = last_line(&f.log_tail);
-    Step::Failed(format!("{what} failed: {}", if detail.is_empty() { f.message } else { detail }))
+    TaskError::reject(format!("{what} failed: {}", if detail.is_empty() { f.message } else { detail }))
 }
 
 /// Builds `tag` unless it exists; `Ok(true)` if it was already there.
@@ -126,7 +119,7 @@ async fn ensure(
     dockerfile: &str,
     files: &[(&str, &[u8])],
     what: &str,
-) -> Result<bool, Step> {
+) -> Result<bool, TaskError> {
     let _guard = build_lock(tag).await;
     if image_exists(docker, tag).await? {
         return Ok(true);
@@ -136,7 +129,7 @@ async fn ensure(
 
 /// The instance layer: the checkout copied to /repo and installed, in one committed layer. The
 /// recipe's instance Dockerfile describes the same thing for people and for other builders.
-async fn ensure_instance(docker: &Docker, r: &Recipe, tag: &str, checkout: &Path) -> Result<(), Step> {
+async fn ensure_instance(docker: &Docker, r: &Recipe, tag: &str, checkout: &Path) -> Result<(), TaskError> {
     let _guard = build_lock(tag).await;
     if image_exists(docker, tag).await? {
         return Ok(());
@@ -147,44 +140,50 @@ async fn ensure_instance(docker: &Docker, r: &Recipe, tag: &str, checkout: &Path
 }
 
 impl Environment {
-    async fn make(&self, pr: &PullRequest, instance: &str) -> Result<Value, Step> {
-        let docker = self.docker.get_or_try_init(connect).await?.clone();
-        let work = tempfile::tempdir().map_err(|e| Step::Infra(format!("no temporary directory: {e}")))?;
+    async fn make(&self, pr: &PullRequest, instance: &str) -> Result<Value, TaskError> {
+        let docker = self.docker.get().await?;
+        let work =
+            tempfile::tempdir().map_err(|e| TaskError::infra(format!("no temporary directory: {e}")))?;
         let checkout = work.path().join("repo");
         let (mirrors, repo, head, dest) =
             (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone(), checkout.clone());
         // All the git and file work in one blocking step: the checkout, what builds it, and when its
         // dependency spec took its current form, so dependencies resolve as of then (deterministic,
         // and shared by every PR with the same spec).
-        let prepared = tokio::task::spawn_blocking(move || -> Result<_, Step> {
+        let prepared = tokio::task::spawn_blocking(move || -> Result<_, TaskError> {
             let git = |e: RepoError| {
-                if e.is_data_error() { Step::Failed(e.to_string()) } else { Step::Infra(e.to_string()) }
+                if e.is_data_error() {
+                    TaskError::reject(e.to_string())
+                } else {
+                    TaskError::infra(e.to_string())
+                }
             };
             let mirror = mirrors.open(&repo, &[&head]).map_err(git)?;
             mirror.materialize(&head, &dest).map_err(git)?;
             let listing =
-                working_files(&dest).map_err(|e| Step::Infra(format!("reading the checkout: {e}")))?;
+                working_files(&dest).map_err(|e| TaskError::infra(format!("reading the checkout: {e}")))?;
             let project = detect(&|p: &str| std::fs::read_to_string(dest.join(p)).ok(), &listing);
             let changed = mirror.last_change(&head, &project.spec_files, 20_000).map_err(git)?;
             Ok((project, changed))
         })
         .await
-        .map_err(|e| Step::Infra(format!("the git worker failed: {e}")))?;
+        .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))?;
         let (project, changed) = prepared?;
         if project.backend == "none" && project.requirements.is_empty() {
-            return Err(Step::Failed(
-                "no Python build files (pyproject.toml, setup.py, setup.cfg, requirements)".into(),
+            return Err(TaskError::reject(
+                "no Python build files (pyproject.toml, setup.py, setup.cfg, requirements)",
             ));
         }
         // The PR's own date when the history is too long to tell.
         let pin = match (changed, pr.created_at.as_deref()) {
             (Some(secs), _) => rfc3339(secs),
             (None, Some(date)) => date.to_string(),
-            (None, None) => return Err(Step::Failed("no date to resolve dependencies at".into())),
+            (None, None) => return Err(TaskError::reject("no date to resolve dependencies at")),
         };
-        let r: Recipe = recipe(&project, &pr.repo, instance, &pr.head_commit, &pin).map_err(Step::Failed)?;
+        let r: Recipe =
+            recipe(&project, &pr.repo, instance, &pr.head_commit, &pin).map_err(TaskError::reject)?;
         if !image_exists(&docker, &r.base_image).await? {
-            return Err(Step::Infra(ExecError::MissingImage(r.base_image.clone()).to_string()));
+            return Err(ExecError::MissingImage(r.base_image.clone()).into());
         }
         ensure(&docker, &r.tools_image, &r.tools_dockerfile, &[], "the tools layer").await?;
         let t0 = Instant::now();
@@ -216,7 +215,7 @@ impl Environment {
                 let (step, output) = failed_step(&result.output, r.verify.len());
                 let command = &r.verify[step];
                 let shown = command.join(" ");
-                return Err(Step::Failed(match result.exit_code {
+                return Err(TaskError::reject(match result.exit_code {
                     Some(5) if command.iter().any(|c| c == "pytest") => {
                         "verification: pytest collected no tests".into()
                     }
@@ -245,24 +244,9 @@ impl Environment {
     }
 }
 
-impl Stage for Environment {
-    fn run(&self, input: TaskInput) -> TaskFuture {
-        let this = Environment {
-            mirrors: self.mirrors.clone(),
-            docker: self.docker.clone(),
-            verify_timeout: self.verify_timeout,
-        };
-        Box::pin(async move {
-            let pr: PullRequest = match serde_json::from_value(input.item.data.clone()) {
-                Ok(pr) => pr,
-                Err(_) => return Outcome::rejected("not a pull request record"),
-            };
-            match this.make(&pr, &input.item.id).await {
-                Ok(output) => Outcome::Kept { output },
-                Err(Step::Failed(reason)) => Outcome::rejected(reason),
-                Err(Step::Infra(error)) => Outcome::Errored { error },
-            }
-        })
+impl AsyncStage for Environment {
+    async fn run(&self, input: TaskInput) -> Result<Value, TaskError> {
+        self.make(&pr_record(&input)?, &input.item.id).await
     }
 }
 

@@ -16,7 +16,7 @@ use serde_yaml::Mapping;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-use super::{Built, Stage, StageContext, TaskFuture, TaskInput};
+use super::{Stage, StageContext, StageDef, TaskFuture, TaskInput};
 use crate::engine::item::{Outcome, Scope};
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
@@ -37,7 +37,7 @@ struct Exec {
     timeout: Option<Duration>,
 }
 
-pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError> {
+pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
     let config: Config = parse_config(config)?;
     if config.command.trim().is_empty() {
         return Err(ConfigError::new("command", "the command is empty"));
@@ -45,7 +45,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError>
     if config.timeout_secs == Some(0) {
         return Err(ConfigError::new("timeout_secs", "the timeout must be at least 1 second"));
     }
-    Ok(Built {
+    Ok(StageDef {
         stage: Arc::new(Exec {
             command: config.command.into(),
             dir: ctx.dir.to_path_buf(),
@@ -57,6 +57,9 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError>
         side_effects: true,
         files: Vec::new(),
         fingerprint_extra: Value::Null,
+        unhashed: &["timeout_secs"],
+        provides: None,
+        requires: Vec::new(),
     })
 }
 

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_yaml::Mapping;
 
-use super::{Built, Stage, StageContext, TaskFuture, TaskInput};
+use super::{Stage, StageContext, StageDef, TaskFuture, TaskInput};
 use crate::engine::item::{Outcome, Scope};
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
@@ -18,9 +18,9 @@ struct Config {}
 
 struct Noop;
 
-pub fn build(_ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError> {
+pub fn build(_ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
     let Config {} = parse_config(config)?;
-    Ok(Built {
+    Ok(StageDef {
         stage: Arc::new(Noop),
         version: 1,
         scope: Scope::Pr,
@@ -28,6 +28,9 @@ pub fn build(_ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError
         side_effects: false,
         files: Vec::new(),
         fingerprint_extra: Value::Null,
+        unhashed: &[],
+        provides: None,
+        requires: Vec::new(),
     })
 }
 

@@ -11,11 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use serde_yaml::Mapping;
 
-use super::{Built, Stage, StageContext, TaskFuture, TaskInput};
-use crate::engine::item::{Outcome, Scope};
+use super::contract::{self, Contract};
+use super::{AsyncStage, StageContext, StageDef, TaskError, TaskInput, adapt, pr_record};
+use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
@@ -26,7 +27,6 @@ use crate::llm::prompt::Template;
 use crate::repo::Mirrors;
 use crate::repo::workspace::history_free_copy;
 use crate::review::{Finding, findings};
-use crate::sources::record::PullRequest;
 
 #[derive(Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
@@ -71,7 +71,7 @@ struct Review {
 
 const PLACEHOLDERS: [&str; 3] = ["pr_title", "pr_body", "patch"];
 
-pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError> {
+pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
     let config: Config = parse_config(config)?;
     let name = config.name.unwrap_or_else(|| ctx.id.to_string());
     let (reviewer, files, fingerprint) = match config.reviewer {
@@ -102,26 +102,30 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError>
         Reviewer::Human => Resource::Cpu,
         _ => Resource::Llm,
     };
-    Ok(Built {
-        stage: Arc::new(ReviewStage(Arc::new(Review { name, reviewer }))),
+    Ok(StageDef {
+        stage: adapt(Review { name, reviewer }),
         version: 1,
         scope: Scope::Pr,
         resource,
         side_effects: !matches!(resource, Resource::Cpu),
         files,
         fingerprint_extra: fingerprint,
+        // The model's settings that change answers are in the fingerprint.
+        unhashed: &["reviewer.llm"],
+        provides: Some(contract::Review::NAME),
+        requires: Vec::new(),
     })
 }
 
 /// What a review gave: its comments, or the reason it gave none.
-fn reviewed(name: &str, comments: Vec<Finding>, failure: Option<String>) -> Outcome {
-    Outcome::Kept { output: json!({"reviewer": name, "comments": comments, "failure": failure}) }
+fn reviewed(name: &str, comments: Vec<Finding>, failure: Option<String>) -> Result<Value, TaskError> {
+    let review = contract::Review { reviewer: name.to_string(), comments, failure };
+    serde_json::to_value(review).map_err(|e| TaskError::infra(format!("cannot record the review: {e}")))
 }
 
-impl Review {
-    async fn review(&self, input: &TaskInput) -> Result<Outcome, String> {
-        let pr: PullRequest = serde_json::from_value(input.item.data.clone())
-            .map_err(|_| "the item is not a pull request record")?;
+impl AsyncStage for Review {
+    async fn run(&self, input: TaskInput) -> Result<Value, TaskError> {
+        let pr = pr_record(&input)?;
         match &self.reviewer {
             Reviewer::Human => {
                 let human = &pr.extra.get("benchmark").and_then(|b| b.get("human_comments")).cloned();
@@ -129,7 +133,7 @@ impl Review {
                     .as_ref()
                     .and_then(|h| serde_json::from_value(h.clone()).ok())
                     .ok_or("the PR has no human comments: review needs a `benchmark` source")?;
-                Ok(reviewed(&self.name, comments, None))
+                reviewed(&self.name, comments, None)
             }
             Reviewer::Llm { llm, prompt } => {
                 let values = BTreeMap::from([
@@ -139,10 +143,10 @@ impl Review {
                 ]);
                 let (answer, _) =
                     llm.chat(&llm.request(prompt.render(&values))).await.map_err(|e| e.to_string())?;
-                input.meter.add(answer.usage);
+                input.meter.add(answer.usage.into());
                 let found = findings(&answer.text);
                 let failure = found.is_empty().then(|| "the answer held no review comments".to_string());
-                Ok(reviewed(&self.name, found, failure))
+                reviewed(&self.name, found, failure)
             }
             Reviewer::Command { command, timeout, mirrors } => {
                 let work = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
@@ -176,19 +180,10 @@ impl Review {
                         (found, failure)
                     }
                     Err(e @ HostError::Timeout { .. }) => (Vec::new(), Some(e.to_string())),
-                    Err(e) => return Err(e.to_string()),
+                    Err(e) => return Err(TaskError::infra(e)),
                 };
-                Ok(reviewed(&self.name, found, failure))
+                reviewed(&self.name, found, failure)
             }
         }
-    }
-}
-
-struct ReviewStage(Arc<Review>);
-
-impl Stage for ReviewStage {
-    fn run(&self, input: TaskInput) -> TaskFuture {
-        let this = self.0.clone();
-        Box::pin(async move { this.review(&input).await.unwrap_or_else(|error| Outcome::Errored { error }) })
     }
 }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use serde_yaml::Mapping;
 
-use super::{Built, Stage, StageContext, TaskFuture, TaskInput};
+use super::{Stage, StageContext, StageDef, TaskFuture, TaskInput};
 use crate::engine::item::{Outcome, Scope};
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
@@ -224,14 +224,14 @@ struct ReviewFilter {
     filter: Arc<Filter>,
 }
 
-pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError> {
+pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
     let config: Config = parse_config(config)?;
     if !(0.0..=1.0).contains(&config.precision_bar) {
         return Err(ConfigError::new("precision_bar", "must be between 0 and 1"));
     }
     let filter = Filter::build(ctx, &config)?;
     let fingerprint = filter.llm.settings.fingerprint();
-    Ok(Built {
+    Ok(StageDef {
         stage: Arc::new(ReviewFilter { filter: Arc::new(filter) }),
         version: 1,
         scope: Scope::Comment,
@@ -239,6 +239,10 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError>
         side_effects: true,
         files: vec![config.prompt.to_string_lossy().into_owned()],
         fingerprint_extra: fingerprint,
+        // The model's settings that change answers are in the fingerprint.
+        unhashed: &["llm"],
+        provides: None,
+        requires: Vec::new(),
     })
 }
 
@@ -260,7 +264,7 @@ impl Stage for ReviewFilter {
             };
             match filter.judge(&fields).await {
                 Ok(Judgement::Verdict(v, usage)) => {
-                    input.meter.add(usage);
+                    input.meter.add(usage.into());
                     if v.keep {
                         Outcome::Kept { output: json!({"category": v.category, "reason": v.reason}) }
                     } else {
@@ -272,7 +276,7 @@ impl Stage for ReviewFilter {
                     }
                 }
                 Ok(Judgement::Unparseable { usage, .. }) => {
-                    input.meter.add(usage);
+                    input.meter.add(usage.into());
                     Outcome::rejected("unparseable")
                 }
                 Err(e) => Outcome::Errored { error: e.to_string() },

@@ -6,19 +6,18 @@
 use std::sync::Arc;
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use serde_yaml::Mapping;
 
-use super::{Built, Stage, StageContext, TaskFuture, TaskInput};
-use crate::agent::{Agent, AgentConfig, AgentError, AgentTask, ReviewNote};
-use crate::engine::item::{Outcome, Scope};
+use super::contract::{self, Contract, Revision};
+use super::{AsyncStage, StageContext, StageDef, TaskError, TaskInput, adapt, pr_record};
+use crate::agent::{Agent, AgentConfig, AgentTask, ReviewNote};
+use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
 use crate::repo::Mirrors;
 use crate::repo::workspace::history_free_copy;
-use crate::review::Finding;
-use crate::sources::record::PullRequest;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -31,11 +30,11 @@ struct Revise {
     mirrors: Arc<Mirrors>,
 }
 
-pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError> {
+pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
     let config: Config = parse_config(config)?;
     let built = config.agent.build(ctx)?;
-    Ok(Built {
-        stage: Arc::new(ReviseStage(Arc::new(Revise { agent: built.agent, mirrors: ctx.mirrors.clone() }))),
+    Ok(StageDef {
+        stage: adapt(Revise { agent: built.agent, mirrors: ctx.mirrors.clone() }),
         // 2: the built-in agent also reads unified diffs and whole files.
         version: 2,
         scope: Scope::Pr,
@@ -43,23 +42,32 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError>
         side_effects: true,
         files: built.files,
         fingerprint_extra: built.fingerprint,
+        // The agent model's settings that change answers are in the fingerprint.
+        unhashed: &["agent.llm"],
+        provides: Some(Revision::NAME),
+        requires: vec![contract::Review::NAME],
     })
 }
 
-impl Revise {
-    async fn revise(&self, input: &TaskInput) -> Result<Outcome, String> {
-        let pr: PullRequest = serde_json::from_value(input.item.data.clone())
-            .map_err(|_| "the item is not a pull request record")?;
-        let review = input
-            .upstream_with("reviewer")
-            .ok_or("revise needs a review stage upstream (`needs: <review stage>`)")?;
-        let reviewer = review["reviewer"].clone();
-        let failure = review["failure"].clone();
-        let comments: Vec<Finding> = serde_json::from_value(review["comments"].clone()).unwrap_or_default();
+impl AsyncStage for Revise {
+    async fn run(&self, input: TaskInput) -> Result<Value, TaskError> {
+        let pr = pr_record(&input)?;
+        // A malformed review is an error, not a review that said nothing (which would score zero).
+        let review: contract::Review = contract::upstream(&input)?;
+        let revision = |comments: usize, patch: String, transcript: Vec<Value>| {
+            let revision = Revision {
+                reviewer: review.reviewer.clone(),
+                review_failure: review.failure.clone(),
+                comments,
+                patch,
+                transcript,
+            };
+            serde_json::to_value(revision)
+                .map_err(|e| TaskError::infra(format!("cannot record the revision: {e}")))
+        };
+        let comments = &review.comments;
         if comments.is_empty() {
-            return Ok(Outcome::Kept {
-                output: json!({"reviewer": reviewer, "review_failure": failure, "comments": 0, "patch": "", "transcript": []}),
-            });
+            return revision(0, String::new(), Vec::new());
         }
         let work = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
         let copy = work.path().join("repo");
@@ -84,27 +92,7 @@ impl Revise {
                 .collect(),
             files: shown,
         };
-        let revision = match self.agent.revise(&task, &copy, 1, &input.meter).await {
-            Ok(r) => r,
-            Err(AgentError::Infra(e)) => return Err(e),
-        };
-        Ok(Outcome::Kept {
-            output: json!({
-                "reviewer": reviewer,
-                "review_failure": failure,
-                "comments": comments.len(),
-                "patch": revision.diff,
-                "transcript": Value::Array(revision.transcript),
-            }),
-        })
-    }
-}
-
-struct ReviseStage(Arc<Revise>);
-
-impl Stage for ReviseStage {
-    fn run(&self, input: TaskInput) -> TaskFuture {
-        let this = self.0.clone();
-        Box::pin(async move { this.revise(&input).await.unwrap_or_else(|error| Outcome::Errored { error }) })
+        let agent = self.agent.revise(&task, &copy, 1, &input.meter).await?;
+        revision(comments.len(), agent.diff, agent.transcript)
     }
 }

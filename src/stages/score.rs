@@ -5,25 +5,23 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bollard::Docker;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use serde_yaml::Mapping;
-use tokio::sync::OnceCell;
 
-use super::{Built, Stage, StageContext, TaskFuture, TaskInput};
-use crate::engine::item::{Outcome, Scope};
+use super::contract::{self, Contract, Revision};
+use super::{AsyncStage, StageContext, StageDef, TaskError, TaskInput, adapt, pr_record};
+use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::environment::rebuild::{self, ExportedEnvironment};
 use crate::errors::ConfigError;
-use crate::exec::connect;
+use crate::exec::docker::LazyDocker;
 use crate::exec::docker::image_exists;
 use crate::exec::testrun::{Verdict, run_test};
 use crate::repo::Mirrors;
 use crate::repo::workspace::{apply_patch, history_free_copy};
 use crate::sources::benchmark::BenchTest;
-use crate::sources::record::PullRequest;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -39,42 +37,46 @@ fn default_timeout() -> u64 {
 
 struct Score {
     mirrors: Arc<Mirrors>,
-    docker: OnceCell<Docker>,
+    docker: LazyDocker,
     timeout: Duration,
 }
 
-pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError> {
+pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
     let config: Config = parse_config(config)?;
-    Ok(Built {
-        stage: Arc::new(ScoreStage(Arc::new(Score {
+    Ok(StageDef {
+        stage: adapt(Score {
             mirrors: ctx.mirrors.clone(),
-            docker: OnceCell::new(),
+            docker: LazyDocker::default(),
             timeout: Duration::from_secs(config.timeout_secs),
-        }))),
+        }),
         version: 1,
         scope: Scope::Pr,
         resource: Resource::Docker,
         side_effects: true,
         files: Vec::new(),
         fingerprint_extra: Value::Null,
+        unhashed: &[],
+        provides: None,
+        requires: vec![contract::Revision::NAME],
     })
 }
 
-impl Score {
-    async fn score(&self, input: &TaskInput) -> Result<Outcome, String> {
-        let pr: PullRequest = serde_json::from_value(input.item.data.clone())
-            .map_err(|_| "the item is not a pull request record")?;
-        let bench = pr.extra.get("benchmark").ok_or("score needs PRs from a `benchmark` source")?;
-        let tests: Vec<BenchTest> =
-            serde_json::from_value(bench["tests"].clone()).map_err(|e| e.to_string())?;
-        let image = bench["environment"]["image"].as_str().unwrap_or_default().to_string();
-        let revision = input
-            .upstream
-            .values()
-            .find(|v| v.get("patch").is_some() && v.get("reviewer").is_some())
-            .ok_or("score needs a revise stage upstream (`needs: <revise stage>`)")?;
-        let patch = revision["patch"].as_str().unwrap_or_default().to_string();
-        let docker = self.docker.get_or_try_init(connect).await.map_err(|e| e.to_string())?.clone();
+impl AsyncStage for Score {
+    async fn run(&self, input: TaskInput) -> Result<Value, TaskError> {
+        let pr = pr_record(&input)?;
+        let bench = pr.extra.get("benchmark").ok_or_else(|| {
+            TaskError::reject("not a benchmark instance: score needs PRs from a `benchmark` source")
+        })?;
+        let tests: Vec<BenchTest> = serde_json::from_value(bench["tests"].clone())
+            .map_err(|e| TaskError::reject(format!("the instance's tests do not read: {e}")))?;
+        let image = bench["environment"]["image"]
+            .as_str()
+            .filter(|tag| !tag.is_empty())
+            .ok_or_else(|| TaskError::reject("the instance names no image (`environment.image`)"))?
+            .to_string();
+        let revision: Revision = contract::upstream(&input)?;
+        let patch = revision.patch.clone();
+        let docker = self.docker.get().await?;
         let work = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
         let copy = work.path().join("repo");
         history_free_copy(self.mirrors.clone(), &pr.repo, &pr.head_commit, &copy).await?;
@@ -123,26 +125,15 @@ impl Score {
             }));
         }
         let total = tests.len();
-        Ok(Outcome::Kept {
-            output: json!({
-                "reviewer": revision["reviewer"],
-                "review_failure": revision["review_failure"],
-                "comments": revision["comments"],
+        Ok(json!({
+                "reviewer": revision.reviewer,
+                "review_failure": revision.review_failure,
+                "comments": revision.comments,
                 "patch_applied": applied.as_ref().err(),
                 "tests": results,
                 "passed": passed,
                 "total": total,
                 "score": if total == 0 { 0.0 } else { passed as f64 / total as f64 },
-            }),
-        })
-    }
-}
-
-struct ScoreStage(Arc<Score>);
-
-impl Stage for ScoreStage {
-    fn run(&self, input: TaskInput) -> TaskFuture {
-        let this = self.0.clone();
-        Box::pin(async move { this.score(&input).await.unwrap_or_else(|error| Outcome::Errored { error }) })
+        }))
     }
 }

@@ -17,15 +17,15 @@ use bollard::Docker;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use serde_yaml::Mapping;
-use tokio::sync::OnceCell;
 
-use super::{Built, Stage, StageContext, TaskFuture, TaskInput};
-use crate::engine::item::{Outcome, Scope};
+use super::contract::{self, Contract};
+use super::{AsyncStage, StageContext, StageDef, TaskError, TaskInput, adapt, comment_records};
+use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
+use crate::exec::docker::LazyDocker;
 use crate::exec::testrun::{TestRun, Verdict, run_test_seeded};
-use crate::exec::{ExecError, connect};
 use crate::llm::client::Llm;
 use crate::llm::prompt::Template;
 use crate::llm::{LlmSpec, Message};
@@ -88,14 +88,14 @@ struct Synthesis {
     prompt: Template,
     feedback: Template,
     mirrors: Arc<Mirrors>,
-    docker: OnceCell<Docker>,
+    docker: LazyDocker,
     max_attempts: u32,
     repeats: u32,
     timeout: Duration,
     file_lines: usize,
 }
 
-pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError> {
+pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
     let config: Config = parse_config(config)?;
     if config.max_attempts == 0 {
         return Err(ConfigError::new("max_attempts", "must be at least 1"));
@@ -108,18 +108,18 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError>
     let settings = ctx.llm.merged(&config.llm).settings();
     let llm = Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("llm", e))?;
     let fingerprint = llm.settings.fingerprint();
-    Ok(Built {
-        stage: Arc::new(TestSynthesis(Arc::new(Synthesis {
+    Ok(StageDef {
+        stage: adapt(Synthesis {
             llm,
             prompt,
             feedback,
             mirrors: ctx.mirrors.clone(),
-            docker: OnceCell::new(),
+            docker: LazyDocker::default(),
             max_attempts: config.max_attempts,
             repeats: config.repeats,
             timeout: Duration::from_secs(config.timeout_secs),
             file_lines: config.file_lines,
-        }))),
+        }),
         // 2: an import error on both sides is judged a broken import. 3: a cut-off answer with no
         // complete test is told so.
         version: 3,
@@ -131,6 +131,10 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<Built, ConfigError>
             config.feedback_prompt.to_string_lossy().into_owned(),
         ],
         fingerprint_extra: fingerprint,
+        // The model's settings that change answers are in the fingerprint.
+        unhashed: &["llm"],
+        provides: Some(contract::Test::NAME),
+        requires: vec![contract::CommentContext::NAME, contract::Environment::NAME],
     })
 }
 
@@ -179,39 +183,20 @@ fn verdict_name(run: &TestRun) -> String {
     serde_json::to_value(run.verdict).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
 }
 
-enum Failure {
-    /// The infrastructure failed: the task errors and runs again next time.
-    Infra(String),
-}
-
-impl From<ExecError> for Failure {
-    fn from(e: ExecError) -> Failure {
-        Failure::Infra(e.to_string())
-    }
-}
-
 /// What the task needs from upstream, read from the outputs of whichever stages provide it.
 struct Inputs {
     pr: PullRequest,
     comment: ReviewComment,
-    context: Value,
+    context: contract::CommentContext,
     image: String,
     packages: Vec<String>,
 }
 
-fn inputs(input: &TaskInput) -> Result<Inputs, String> {
-    let (pr, comment) = input.comment_records()?;
-    let find = |key: &str| input.upstream_with(key).cloned();
-    let context = find("file_before")
-        .ok_or("test_synthesis needs a comment_context stage upstream (`needs: [context, environment]`)")?;
-    let environment = find("image")
-        .ok_or("test_synthesis needs an environment stage upstream (`needs: [context, environment]`)")?;
-    let image = environment["image"].as_str().unwrap_or_default().to_string();
-    let packages = environment["imports"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
-        .unwrap_or_default();
-    Ok(Inputs { pr, comment, context, image, packages })
+fn inputs(input: &TaskInput) -> Result<Inputs, TaskError> {
+    let (pr, comment) = comment_records(input)?;
+    let context: contract::CommentContext = contract::upstream(input)?;
+    let environment: contract::Environment = contract::upstream(input)?;
+    Ok(Inputs { pr, comment, context, image: environment.image, packages: environment.imports })
 }
 
 /// A test file name from the comment's id.
@@ -231,20 +216,19 @@ struct Trees<'a> {
 impl Synthesis {
     fn first_messages(&self, i: &Inputs, fix_diff: &str) -> Vec<Message> {
         let c = &i.context;
-        let (start, end) =
-            (c["start_line"].as_u64().unwrap_or(1) as usize, c["end_line"].as_u64().unwrap_or(1) as usize);
-        let path = c["path"].as_str().unwrap_or_default();
+        let (start, end) = (c.start_line as usize, c.end_line as usize);
+        let path = c.path.as_str();
         let hunk = i.comment.diff_hunk.as_deref().unwrap_or("");
         let hunk_tail: Vec<&str> = hunk.lines().collect();
         let hunk = hunk_tail[hunk_tail.len().saturating_sub(HUNK_LINES)..].join("\n");
-        let after = c["file_after"].as_str().unwrap_or("(the file no longer exists)");
+        let after = c.file_after.as_deref().unwrap_or("(the file no longer exists)");
         let values = BTreeMap::from([
             ("pr_title", i.pr.title.clone()),
             ("path", path.to_string()),
             ("module", module_of(path, &i.packages)),
             ("comment", i.comment.text.trim().to_string()),
             ("diff_hunk", hunk),
-            ("file_before", clip(c["file_before"].as_str().unwrap_or_default(), start, end, self.file_lines)),
+            ("file_before", clip(&c.file_before, start, end, self.file_lines)),
             ("file_after", clip(after, start, end, self.file_lines)),
             ("fix_diff", fix_diff.trim_end().to_string()),
         ]);
@@ -280,7 +264,7 @@ impl Synthesis {
         trees: Trees<'_>,
         test: (&str, &str),
         seed: u32,
-    ) -> Result<(TestRun, TestRun), Failure> {
+    ) -> Result<(TestRun, TestRun), TaskError> {
         let t = self.timeout;
         let (reviewed, after) = tokio::join!(
             run_test_seeded(docker, image, trees.reviewed, test, t, seed),
@@ -289,26 +273,22 @@ impl Synthesis {
         Ok((reviewed?, after?))
     }
 
-    async fn synthesize(&self, input: &TaskInput) -> Result<Outcome, Failure> {
-        let i = match inputs(input) {
-            Ok(i) => i,
-            Err(e) => return Err(Failure::Infra(e)),
-        };
+    async fn synthesize(&self, input: &TaskInput) -> Result<Value, TaskError> {
+        let i = inputs(input)?;
         let Some(fixed_commit) = i.pr.fixed_commit.clone() else {
-            return Ok(Outcome::rejected("the PR has no fixed commit"));
+            return Err(TaskError::reject("the PR has no fixed commit"));
         };
-        let docker = self.docker.get_or_try_init(connect).await?.clone();
-        let work = tempfile::tempdir().map_err(|e| Failure::Infra(format!("no temporary directory: {e}")))?;
+        let docker = self.docker.get().await?;
+        let work =
+            tempfile::tempdir().map_err(|e| TaskError::infra(format!("no temporary directory: {e}")))?;
         let fixed = work.path().join("fixed");
         let reviewed_tree = work.path().join("reviewed");
         let trees = Trees { reviewed: &reviewed_tree, fixed: &fixed };
         let (mirrors, repo, dest, reviewed_dest) =
             (self.mirrors.clone(), i.pr.repo.clone(), fixed.clone(), reviewed_tree.clone());
         let head = i.pr.head_commit.clone();
-        let paths: Vec<String> = ["path", "fixed_path"]
-            .iter()
-            .filter_map(|k| i.context[*k].as_str().map(str::to_string))
-            .collect();
+        let paths: Vec<String> =
+            std::iter::once(i.context.path.clone()).chain(i.context.fixed_path.clone()).collect();
         // The two trees to run against, and what the fix changed in the commented file.
         let fix_diff = tokio::task::spawn_blocking(move || {
             let mirror = mirrors.open(&repo, &[&head, &fixed_commit])?;
@@ -318,20 +298,20 @@ impl Synthesis {
             mirror.diff_of(&head, &fixed_commit, &paths)
         })
         .await
-        .map_err(|e| Failure::Infra(format!("the git worker failed: {e}")))?
-        .map_err(|e| Failure::Infra(e.to_string()))?;
+        .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))?
+        // A commit the mirror lacks is the data's fault: retrying will not bring it.
+        .map_err(|e| {
+            if e.is_data_error() { TaskError::reject(e.to_string()) } else { TaskError::infra(e) }
+        })?;
 
         let file = test_file_name(&input.item.id);
         let mut messages = self.first_messages(&i, &fix_diff);
         let mut history = Vec::new();
         let mut last = reasons::UNPARSEABLE;
         for attempt in 1..=self.max_attempts {
-            let (answer, _) = self
-                .llm
-                .chat(&self.llm.request(messages.clone()))
-                .await
-                .map_err(|e| Failure::Infra(e.to_string()))?;
-            input.meter.add(answer.usage);
+            let (answer, _) =
+                self.llm.chat(&self.llm.request(messages.clone())).await.map_err(TaskError::infra)?;
+            input.meter.add(answer.usage.into());
             messages.push(Message::assistant(answer.text.clone()));
             let code = match test_code(&answer.text, answer.truncated) {
                 Ok(code) => code,
@@ -377,17 +357,15 @@ impl Synthesis {
                     record["result"] = json!("accepted");
                     history.push(record);
                     let kind = test_kind(&code, &i.packages);
-                    return Ok(Outcome::Kept {
-                        output: json!({
-                            "test_file": file,
-                            "test": code,
-                            "kind": kind.kind,
-                            "kind_because": kind.because,
-                            "reviewed_verdict": reviewed.verdict,
-                            "attempts": attempt,
-                            "history": history,
-                        }),
-                    });
+                    return Ok(json!({
+                        "test_file": file,
+                        "test": code,
+                        "kind": kind.kind,
+                        "kind_because": kind.because,
+                        "reviewed_verdict": reviewed.verdict,
+                        "attempts": attempt,
+                        "history": history,
+                    }));
                 }
                 Err(miss) => {
                     record["result"] = json!(miss.reason);
@@ -402,7 +380,7 @@ impl Synthesis {
                 }
             }
         }
-        Ok(Outcome::Rejected {
+        Err(TaskError::Reject {
             reason: last.to_string(),
             detail: json!({"attempts": history.len(), "history": history}),
         })
@@ -418,7 +396,7 @@ impl Synthesis {
         test: (&str, &str),
         first: &TestRun,
         record: &mut Value,
-    ) -> Result<Result<(), Miss>, Failure> {
+    ) -> Result<Result<(), Miss>, TaskError> {
         let mut seen = Vec::new();
         for seed in 1..self.repeats {
             let (reviewed, after) = self.both(docker, image, trees, test, seed).await?;
@@ -440,17 +418,8 @@ impl Synthesis {
     }
 }
 
-/// The stage: the synthesis shared with every task's future, which must be 'static.
-struct TestSynthesis(Arc<Synthesis>);
-
-impl Stage for TestSynthesis {
-    fn run(&self, input: TaskInput) -> TaskFuture {
-        let this = self.0.clone();
-        Box::pin(async move {
-            match this.synthesize(&input).await {
-                Ok(outcome) => outcome,
-                Err(Failure::Infra(error)) => Outcome::Errored { error },
-            }
-        })
+impl AsyncStage for Synthesis {
+    async fn run(&self, input: TaskInput) -> Result<Value, TaskError> {
+        self.synthesize(&input).await
     }
 }

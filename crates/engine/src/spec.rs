@@ -1,6 +1,6 @@
 //! The pipeline file as written: YAML parsed into plain structs, with unknown keys and wrong types
 //! reported at their line and column. Cross-stage checks (ids, `needs`, kinds, cycles) happen in
-//! [`crate::engine::pipeline`], which turns a spec into something that can run.
+//! [`crate::pipeline`], which turns a spec into something that can run.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -8,10 +8,10 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_yaml::Mapping;
 
-use crate::engine::item::Scope;
-use crate::engine::locate::{locate, parse_path};
-use crate::engine::resources::Resource;
 use crate::errors::{ConfigError, SpecError};
+use crate::item::Scope;
+use crate::locate::{locate, parse_path};
+use crate::resources::Resource;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -31,40 +31,15 @@ pub struct SourceSpec {
     pub config: Mapping,
 }
 
+/// `defaults:`. The engine owns `concurrency`; every other key belongs to the application, which
+/// reads `other` with [`parse_config`] (so its unknown keys are errors too).
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Defaults {
     /// Tasks of each resource kind that may run at once.
     #[serde(default)]
     pub concurrency: BTreeMap<Resource, usize>,
-    /// The cache directory (repository mirrors, recorded model answers), relative to the pipeline
-    /// file; default `cache` beside it.
-    pub cache: Option<std::path::PathBuf>,
-    #[serde(default)]
-    pub repos: Repos,
-    /// Model settings for every LLM stage; a stage's own `llm:` overrides them field by field.
-    #[serde(default)]
-    pub llm: crate::llm::LlmSpec,
-}
-
-/// Where repositories come from.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Repos {
-    /// Clone URL template: `{repo}` is `owner/name`, `{owner}` and `{name}` its parts. A relative
-    /// path is relative to the pipeline file, so a directory of local mirrors works offline.
-    #[serde(default = "default_repo_url")]
-    pub url: String,
-}
-
-fn default_repo_url() -> String {
-    "https://github.com/{repo}.git".into()
-}
-
-impl Default for Repos {
-    fn default() -> Repos {
-        Repos { url: default_repo_url() }
-    }
+    #[serde(flatten)]
+    pub other: Mapping,
 }
 
 /// One stage. Keys other than the common ones below belong to the stage kind's config.
@@ -121,9 +96,7 @@ impl PipelineSpec {
             // Prefer the position of the key the error is about; serde_yaml's own position is the
             // parser's, which for flattened maps is the end of the mapping.
             let position = key.as_deref().and_then(|k| locate(text, &parse_path(k))).or_else(|| {
-                inner
-                    .location()
-                    .map(|l| crate::engine::locate::Position { line: l.line(), column: l.column() })
+                inner.location().map(|l| crate::locate::Position { line: l.line(), column: l.column() })
             });
             SpecError { file: file.to_path_buf(), position, key, message: strip_location(&inner.to_string()) }
         })

@@ -15,15 +15,14 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::engine::events::{Event, Reporter, StageInfo};
-use crate::engine::flow::{Flow, Gate, TaskState};
-use crate::engine::item::{Item, Outcome, Scope};
-use crate::engine::key::TaskKey;
-use crate::engine::resources::{Limits, Resource};
-use crate::engine::store::{Finish, Record, RecordState, Store};
 use crate::errors::StoreError;
-use crate::llm::Usage;
-use crate::stages::{Meter, TaskInput};
+use crate::events::{Event, Reporter, StageInfo};
+use crate::flow::{Flow, Gate, TaskState};
+use crate::item::{Item, Outcome, Scope};
+use crate::key::TaskKey;
+use crate::resources::{Limits, Resource};
+use crate::stage::{Meter, TaskInput, Usage};
+use crate::store::{Finish, Record, RecordState, Store};
 
 /// How a run ended.
 pub struct RunSummary {
@@ -288,8 +287,14 @@ impl Scheduler<'_> {
         let pr =
             (item.scope == Scope::Comment).then(|| self.items[self.flow.data.pr_index[task.item]].clone());
         let meter = Arc::new(Meter::default());
-        let input =
-            TaskInput { stage: plan.id.clone(), item, pr, upstream: task.upstream, meter: meter.clone() };
+        let input = TaskInput {
+            stage: plan.id.clone(),
+            item,
+            pr,
+            upstream: task.upstream,
+            providers: plan.providers.clone(),
+            meter: meter.clone(),
+        };
         let stage = plan.stage.clone();
         let tx = self.done_tx.clone();
         let x = task.item;
@@ -378,10 +383,11 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::events::Silent;
-    use crate::engine::item::Dataset;
-    use crate::engine::pipeline::Pipeline;
-    use crate::stages::{Stage, TaskFuture};
+    use crate::events::Silent;
+    use crate::item::Dataset;
+    use crate::pipeline::Pipeline;
+    use crate::stage::{Stage, TaskFuture};
+    use crate::testkit::Kinds;
 
     struct Panics;
 
@@ -402,7 +408,9 @@ mod tests {
         std::fs::write(dir.path().join("i.jsonl"), "{\"id\": \"a\"}\n{\"id\": \"b\"}\n{\"id\": \"c\"}\n")
             .unwrap();
         let text = "name: p\nsource: {kind: jsonl, path: i.jsonl}\nstages:\n  - id: s\n    kind: noop\n  - id: t\n    kind: noop\n    needs: s\n";
-        let mut pipeline = Pipeline::from_text(&dir.path().join("p.yaml"), text).unwrap();
+        let mut pipeline =
+            Pipeline::from_text(&dir.path().join("p.yaml"), text, &Kinds { dir: dir.path().to_path_buf() })
+                .unwrap();
         pipeline.stages[0].stage = Arc::new(Panics);
         let data = Dataset::new(pipeline.source.load().unwrap().items, None);
         let flow = Flow::new(&pipeline, &data);

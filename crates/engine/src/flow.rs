@@ -4,16 +4,16 @@
 //! Same scope: a task waits on the same item upstream. A comment task after a PR stage waits on its
 //! PR. A PR task after a comment stage waits on all of its comments and runs if any was kept and none is
 //! still unresolved. The
-//! scheduler and the read-only [`crate::engine::walk`] share this, so `report` sees what `run` did.
+//! scheduler and the read-only [`crate::walk`] share this, so `report` sees what `run` did.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::engine::item::{Dataset, Scope};
-use crate::engine::key::{ItemIdentity, TaskKey, task_key};
-use crate::engine::pipeline::Pipeline;
+use crate::item::{Dataset, Scope};
+use crate::key::{ItemIdentity, TaskKey, task_key};
+use crate::pipeline::Pipeline;
 
 /// Where a task stands.
 #[derive(Debug, Clone)]

@@ -1,7 +1,7 @@
 //! What the scheduler tells the outside world. It never draws progress bars itself: a [`Reporter`]
 //! turns these into whatever the person at the terminal (or the log) should see.
 
-use crate::engine::flow::TaskState;
+use crate::flow::TaskState;
 
 pub struct StageInfo<'a> {
     pub id: &'a str,

@@ -16,10 +16,10 @@ use rusqlite::{Connection, OpenFlags, params};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use crate::engine::item::Outcome;
-use crate::engine::key::TaskKey;
 use crate::errors::StoreError;
-use crate::llm::Usage;
+use crate::item::Outcome;
+use crate::key::TaskKey;
+use crate::stage::Usage;
 
 const SCHEMA_VERSION: i64 = 1;
 const DB_FILE: &str = "state.db";

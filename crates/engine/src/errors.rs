@@ -4,7 +4,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::engine::locate::Position;
+use crate::locate::{Position, locate, parse_path};
 
 /// A pipeline file that cannot be used: unreadable, malformed, or inconsistent.
 #[derive(Debug, thiserror::Error)]
@@ -14,6 +14,19 @@ pub struct SpecError {
     /// The key path the error is about, e.g. `stages[1].needs`.
     pub key: Option<String>,
     pub message: String,
+}
+
+impl SpecError {
+    /// An error about `key` (a path such as `stages[1].needs`) of the pipeline `text` read from
+    /// `file`, placed at the key's line and column.
+    pub fn at(file: &std::path::Path, text: &str, key: String, message: String) -> SpecError {
+        SpecError {
+            file: file.to_path_buf(),
+            position: locate(text, &parse_path(&key)),
+            key: Some(key),
+            message,
+        }
+    }
 }
 
 impl fmt::Display for SpecError {

@@ -4,10 +4,10 @@
 
 use std::collections::HashMap;
 
-use crate::engine::flow::{Flow, Gate, TaskState};
-use crate::engine::key::TaskKey;
-use crate::engine::scheduler::state_of_record;
-use crate::engine::store::Record;
+use crate::flow::{Flow, Gate, TaskState};
+use crate::key::TaskKey;
+use crate::scheduler::state_of_record;
+use crate::store::Record;
 
 /// `states[s][x]` for every stage and item; items outside a stage's scope stay `Waiting`.
 pub fn walk(flow: &Flow, records: &HashMap<TaskKey, Record>) -> Vec<Vec<TaskState>> {

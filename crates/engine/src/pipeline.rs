@@ -5,17 +5,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::engine::graph::StageGraph;
-use crate::engine::item::Scope;
-use crate::engine::key::StageFingerprint;
-use crate::engine::locate::{locate, parse_path};
-use crate::engine::resources::Resource;
-use crate::engine::spec::{PipelineSpec, StageSpec};
 use crate::errors::SpecError;
-use crate::llm::LlmSpec;
-use crate::repo::Mirrors;
-use crate::sources::{self, Source, SourceContext};
-use crate::stages::{self, Stage, StageContext};
+use crate::graph::StageGraph;
+use crate::item::Scope;
+use crate::key::StageFingerprint;
+use crate::plugins::Plugins;
+use crate::resources::Resource;
+use crate::source::Source;
+use crate::spec::{PipelineSpec, StageSpec};
+use crate::stage::Stage;
 
 /// A stage ready to run.
 pub struct StagePlan {
@@ -33,6 +31,10 @@ pub struct StagePlan {
     pub fingerprint: StageFingerprint,
     /// The stage kind's own config, as written.
     pub config: serde_yaml::Mapping,
+    /// The output contract the stage's kept outputs follow.
+    pub provides: Option<&'static str>,
+    /// For each contract its direct upstream stages provide, the stage that provides it.
+    pub providers: Arc<BTreeMap<&'static str, Arc<str>>>,
 }
 
 pub struct Pipeline {
@@ -45,33 +47,34 @@ pub struct Pipeline {
     pub stages: Vec<StagePlan>,
     pub graph: StageGraph,
     pub concurrency: BTreeMap<Resource, usize>,
-    /// The cache directory (mirrors, recorded model answers).
-    pub cache: PathBuf,
-    pub mirrors: Arc<Mirrors>,
-    pub llm: LlmSpec,
 }
 
 impl Pipeline {
-    pub fn load(file: &Path) -> Result<Pipeline, SpecError> {
-        let text = std::fs::read_to_string(file).map_err(|e| SpecError {
+    /// Reads the pipeline file's text, or says why it cannot.
+    pub fn read(file: &Path) -> Result<String, SpecError> {
+        std::fs::read_to_string(file).map_err(|e| SpecError {
             file: file.to_path_buf(),
             position: None,
             key: None,
             message: format!("cannot read the pipeline: {e}"),
-        })?;
-        Pipeline::from_text(file, &text)
+        })
     }
 
-    pub fn from_text(file: &Path, text: &str) -> Result<Pipeline, SpecError> {
-        let spec = PipelineSpec::parse(file, text)?;
-        let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
-        let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
-        let err = |key: String, message: String| SpecError {
-            file: file.to_path_buf(),
-            position: locate(text, &parse_path(&key)),
-            key: Some(key),
-            message,
-        };
+    /// Parses and checks pipeline text, building its source and stages with `plugins`.
+    pub fn from_text(file: &Path, text: &str, plugins: &dyn Plugins) -> Result<Pipeline, SpecError> {
+        Pipeline::from_spec(file, text, PipelineSpec::parse(file, text)?, plugins)
+    }
+
+    /// Checks a parsed spec (`text` is what it was parsed from, for error positions) and builds its
+    /// source and stages with `plugins`.
+    pub fn from_spec(
+        file: &Path,
+        text: &str,
+        spec: PipelineSpec,
+        plugins: &dyn Plugins,
+    ) -> Result<Pipeline, SpecError> {
+        let dir = pipeline_dir(file);
+        let err = |key: String, message: String| SpecError::at(file, text, key, message);
 
         if spec.name.is_empty() || !spec.name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
         {
@@ -89,10 +92,9 @@ impl Pipeline {
             return Err(err("stages".into(), "the pipeline has no stages".into()));
         }
 
-        let ctx = SourceContext { dir: &dir };
-        let source = match sources::build(&spec.source.kind, &ctx, &spec.source.config) {
+        let source = match plugins.source(&spec.source.kind, &spec.source.config) {
             None => {
-                let known: Vec<_> = sources::kinds().collect();
+                let known = plugins.source_kinds();
                 return Err(err(
                     "source.kind".into(),
                     format!("unknown source kind `{}`; known kinds: {}", spec.source.kind, known.join(", ")),
@@ -135,18 +137,21 @@ impl Pipeline {
             )
         })?;
 
-        let cache = dir.join(spec.defaults.cache.clone().unwrap_or_else(|| PathBuf::from("cache")));
-        let mirrors = Arc::new(Mirrors::new(&spec.defaults.repos.url, &dir, &cache));
         let mut stages = Vec::with_capacity(spec.stages.len());
+        let mut requires = Vec::with_capacity(spec.stages.len());
         for (i, (stage, needs)) in spec.stages.iter().zip(needs).enumerate() {
-            let ctx = StageContext {
-                dir: &dir,
-                id: &stage.id,
-                mirrors: &mirrors,
-                llm: &spec.defaults.llm,
-                cache: &cache,
-            };
-            stages.push(plan_stage(i, stage, needs, &ctx, &err)?);
+            let (plan, required) = plan_stage(i, stage, needs, &dir, plugins, &err)?;
+            stages.push(plan);
+            requires.push(required);
+        }
+        check_contracts(&spec.stages, &stages, &requires, &err)?;
+        for s in 0..stages.len() {
+            let providers = stages[s]
+                .needs
+                .iter()
+                .filter_map(|&u| stages[u].provides.map(|c| (c, stages[u].id.clone())))
+                .collect();
+            stages[s].providers = Arc::new(providers);
         }
         Ok(Pipeline {
             name: spec.name,
@@ -156,9 +161,6 @@ impl Pipeline {
             stages,
             graph,
             concurrency: spec.defaults.concurrency,
-            cache,
-            mirrors,
-            llm: spec.defaults.llm,
         })
     }
 
@@ -172,6 +174,66 @@ impl Pipeline {
     pub fn order(&self) -> &[usize] {
         self.graph.order()
     }
+}
+
+/// Removes the key at a dotted `path` (`agent.llm`) from a config mapping, if it is there.
+fn remove_path(config: &mut serde_yaml::Mapping, path: &str) {
+    match path.split_once('.') {
+        None => {
+            config.remove(path);
+        }
+        Some((head, rest)) => {
+            if let Some(serde_yaml::Value::Mapping(inner)) = config.get_mut(head) {
+                remove_path(inner, rest);
+            }
+        }
+    }
+}
+
+/// The directory relative paths in a pipeline file are relative to.
+pub fn pipeline_dir(file: &Path) -> PathBuf {
+    let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+    if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir }
+}
+
+/// Every contract a stage requires must come from a stage it needs directly: that is what its tasks
+/// are given. A missing one is found here, not by every task of every run.
+fn check_contracts(
+    specs: &[StageSpec],
+    stages: &[StagePlan],
+    requires: &[Vec<&'static str>],
+    err: &impl Fn(String, String) -> SpecError,
+) -> Result<(), SpecError> {
+    for (i, (plan, required)) in stages.iter().zip(requires).enumerate() {
+        for contract in required {
+            if plan.needs.iter().any(|&u| stages[u].provides == Some(contract)) {
+                continue;
+            }
+            let providers: Vec<String> = stages
+                .iter()
+                .filter(|s| s.provides == Some(contract))
+                .map(|s| format!("`{}`", s.id))
+                .collect();
+            let hint = if providers.is_empty() {
+                "add a stage that provides it (its kind says so) and list it in `needs`".to_string()
+            } else {
+                format!("add {} to its `needs`", providers.join(" or "))
+            };
+            let key = if specs[i].needs.is_empty() {
+                format!("stages[{i}].kind")
+            } else {
+                format!("stages[{i}].needs")
+            };
+            return Err(err(
+                key,
+                format!(
+                    "stage `{}` ({}) reads the `{contract}` output of a stage it needs, and none of its `needs` provides it; {hint}",
+                    plan.id, plan.kind
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn stage_index<'a>(
@@ -203,13 +265,13 @@ fn plan_stage(
     i: usize,
     spec: &StageSpec,
     needs: Vec<usize>,
-    ctx: &StageContext,
+    dir: &Path,
+    plugins: &dyn Plugins,
     err: &impl Fn(String, String) -> SpecError,
-) -> Result<StagePlan, SpecError> {
-    let dir = ctx.dir;
-    let built = match stages::build(&spec.kind, ctx, &spec.config) {
+) -> Result<(StagePlan, Vec<&'static str>), SpecError> {
+    let built = match plugins.stage(&spec.id, &spec.kind, &spec.config) {
         None => {
-            let known: Vec<_> = stages::kinds().collect();
+            let known = plugins.stage_kinds();
             return Err(err(
                 format!("stages[{i}].kind"),
                 format!("unknown stage kind `{}`; known kinds: {}", spec.kind, known.join(", ")),
@@ -235,7 +297,11 @@ fn plan_stage(
         })?;
         files.insert(name.clone(), bytes);
     }
-    let mut config = serde_json::to_value(&spec.config).map_err(|e| {
+    let mut hashed = spec.config.clone();
+    for path in built.unhashed {
+        remove_path(&mut hashed, path);
+    }
+    let mut config = serde_json::to_value(&hashed).map_err(|e| {
         err(format!("stages[{i}]"), format!("stage `{}`: config is not plain data: {e}", spec.id))
     })?;
     if let serde_json::Value::Object(map) = &mut config {
@@ -244,7 +310,7 @@ fn plan_stage(
             map.insert("(settings)".into(), built.fingerprint_extra.clone());
         }
     }
-    Ok(StagePlan {
+    let plan = StagePlan {
         id: spec.id.as_str().into(),
         kind: spec.kind.clone(),
         title: spec.title.clone().unwrap_or_else(|| spec.id.clone()),
@@ -256,19 +322,23 @@ fn plan_stage(
         side_effects: built.side_effects,
         fingerprint: StageFingerprint::new(&spec.kind, built.version, &config, &files),
         config: spec.config.clone(),
-    })
+        provides: built.provides,
+        providers: Arc::default(),
+    };
+    Ok((plan, built.requires))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::Kinds;
 
     fn load(stages: &str) -> Result<Pipeline, SpecError> {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("items.jsonl"), "{\"id\": 1}\n").unwrap();
         std::fs::write(dir.path().join("prompt.txt"), "say hi").unwrap();
         let text = format!("name: t\nsource:\n  kind: jsonl\n  path: items.jsonl\nstages:\n{stages}");
-        Pipeline::from_text(&dir.path().join("p.yaml"), &text)
+        Pipeline::from_text(&dir.path().join("p.yaml"), &text, &Kinds { dir: dir.path().to_path_buf() })
     }
 
     fn message(stages: &str) -> String {
@@ -332,9 +402,38 @@ mod tests {
         let text = format!("name: t\nsource:\n  kind: jsonl\n  path: items.jsonl\nstages:\n{stages}");
         let file = dir.path().join("p.yaml");
         std::fs::write(dir.path().join("prompt.txt"), "one").unwrap();
-        let one = Pipeline::from_text(&file, &text).unwrap().stages[0].fingerprint;
+        let one = Pipeline::from_text(&file, &text, &Kinds { dir: dir.path().to_path_buf() }).unwrap().stages
+            [0]
+        .fingerprint;
         std::fs::write(dir.path().join("prompt.txt"), "two").unwrap();
-        let two = Pipeline::from_text(&file, &text).unwrap().stages[0].fingerprint;
+        let two = Pipeline::from_text(&file, &text, &Kinds { dir: dir.path().to_path_buf() }).unwrap().stages
+            [0]
+        .fingerprint;
         assert_ne!(one, two);
+    }
+
+    #[test]
+    fn a_required_contract_must_come_from_a_needed_stage() {
+        assert_eq!(
+            message(
+                "  - id: m\n    kind: make\n  - id: a\n    kind: noop\n  - id: u\n    kind: use\n    needs: a\n"
+            ),
+            "p.yaml:12:5: `stages[2].needs`: stage `u` (use) reads the `thing` output of a stage it needs, and none of its `needs` provides it; add `m` to its `needs`"
+        );
+        assert!(
+            message("  - id: u\n    kind: use\n").contains("add a stage that provides it"),
+            "no stage provides it at all"
+        );
+        assert!(load("  - id: m\n    kind: make\n  - id: u\n    kind: use\n    needs: m\n").is_ok());
+    }
+
+    #[test]
+    fn settings_a_kind_calls_unhashed_leave_the_key_alone() {
+        let key = |extra: &str| {
+            load(&format!("  - id: a\n    kind: exec\n    command: ls\n{extra}")).unwrap().stages[0]
+                .fingerprint
+        };
+        assert_eq!(key(""), key("    retries: 5\n"));
+        assert_ne!(key(""), key("    timeout_secs: 5\n"));
     }
 }

@@ -1,0 +1,131 @@
+//! What curation adds to the engine: the pipeline's `defaults` beyond concurrency (the cache, where
+//! repositories come from, the model), the shared things built from them, and the registries of
+//! source and stage kinds, plugged into the engine through [`Plugins`].
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_yaml::Mapping;
+
+use crate::engine::errors::{ConfigError, SpecError};
+use crate::engine::pipeline::{Pipeline, pipeline_dir};
+use crate::engine::plugins::Plugins;
+use crate::engine::source::Source;
+use crate::engine::spec::{PipelineSpec, parse_config};
+use crate::engine::stage::StageDef;
+use crate::llm::LlmSpec;
+use crate::llm::prompt::Template;
+use crate::repo::Mirrors;
+use crate::{sources, stages};
+
+/// `defaults:` keys that curation owns.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Defaults {
+    /// The cache directory (repository mirrors, recorded model answers), relative to the pipeline
+    /// file; default `cache` beside it.
+    cache: Option<PathBuf>,
+    #[serde(default)]
+    repos: Repos,
+    /// Model settings for every LLM stage; a stage's own `llm:` overrides them field by field.
+    #[serde(default)]
+    llm: LlmSpec,
+}
+
+/// Where repositories come from.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Repos {
+    /// Clone URL template: `{repo}` is `owner/name`, `{owner}` and `{name}` its parts. A relative
+    /// path is relative to the pipeline file, so a directory of local mirrors works offline.
+    #[serde(default = "default_repo_url")]
+    url: String,
+}
+
+fn default_repo_url() -> String {
+    "https://github.com/{repo}.git".into()
+}
+
+impl Default for Repos {
+    fn default() -> Repos {
+        Repos { url: default_repo_url() }
+    }
+}
+
+/// What every stage and source of one pipeline shares.
+pub struct Context {
+    /// The pipeline file's directory: relative paths in config are relative to it.
+    pub dir: PathBuf,
+    /// The cache directory (`cache/llm` holds recorded model answers).
+    pub cache: PathBuf,
+    /// The pipeline's repository mirrors.
+    pub mirrors: Arc<Mirrors>,
+    /// The pipeline's `defaults.llm`; a stage's own `llm:` goes on top.
+    pub llm: LlmSpec,
+}
+
+/// A curation pipeline, checked, and the context its stages were built with.
+pub fn load(file: &Path) -> Result<(Pipeline, Context), SpecError> {
+    let text = Pipeline::read(file)?;
+    let spec = PipelineSpec::parse(file, &text)?;
+    let defaults: Defaults = parse_config(&spec.defaults.other).map_err(|e| {
+        let key = e.key.map_or("defaults".into(), |k| format!("defaults.{k}"));
+        SpecError::at(file, &text, key, e.message)
+    })?;
+    let dir = pipeline_dir(file);
+    let cache = dir.join(defaults.cache.unwrap_or_else(|| PathBuf::from("cache")));
+    let mirrors = Arc::new(Mirrors::new(&defaults.repos.url, &dir, &cache));
+    let context = Context { dir, cache, mirrors, llm: defaults.llm };
+    let pipeline = Pipeline::from_spec(file, &text, spec, &context)?;
+    Ok((pipeline, context))
+}
+
+impl Context {
+    /// What stage `id`'s build function is given.
+    pub fn for_stage<'a>(&'a self, id: &'a str) -> StageContext<'a> {
+        StageContext { dir: &self.dir, id, mirrors: &self.mirrors, llm: &self.llm, cache: &self.cache }
+    }
+}
+
+impl Plugins for Context {
+    fn source_kinds(&self) -> Vec<&'static str> {
+        sources::kinds().collect()
+    }
+
+    fn source(&self, kind: &str, config: &Mapping) -> Option<Result<Box<dyn Source>, ConfigError>> {
+        sources::build(kind, &sources::SourceContext { dir: &self.dir }, config)
+    }
+
+    fn stage_kinds(&self) -> Vec<&'static str> {
+        stages::kinds().collect()
+    }
+
+    fn stage(&self, id: &str, kind: &str, config: &Mapping) -> Option<Result<StageDef, ConfigError>> {
+        stages::build(kind, &self.for_stage(id), config)
+    }
+}
+
+/// What a stage's (or an agent's) build function gets besides its config.
+pub struct StageContext<'a> {
+    /// The pipeline file's directory: relative paths in config are relative to it.
+    pub dir: &'a Path,
+    pub id: &'a str,
+    /// The pipeline's repository mirrors, shared by every stage.
+    pub mirrors: &'a Arc<Mirrors>,
+    /// The pipeline's `defaults.llm`; a stage's own `llm:` goes on top.
+    pub llm: &'a LlmSpec,
+    /// The cache directory (`cache/llm` holds recorded model answers).
+    pub cache: &'a Path,
+}
+
+impl StageContext<'_> {
+    /// The prompt template at `path` (relative to the pipeline file), checked to use only the
+    /// `known` placeholders; errors name the config `key`.
+    pub fn template(&self, key: &str, path: &Path, known: &[&str]) -> Result<Template, ConfigError> {
+        let full = self.dir.join(path);
+        let text = std::fs::read_to_string(&full)
+            .map_err(|e| ConfigError::new(key, format!("cannot read {}: {e}", full.display())))?;
+        Template::parse(&text, known).map_err(|e| ConfigError::new(key, e))
+    }
+}

@@ -1,0 +1,115 @@
+//! The outputs stages hand each other, as typed records in one place. A stage that reads another's
+//! output names its contract in [`StageDef::requires`](crate::engine::stage::StageDef), the stage
+//! that writes it in `provides`, and the pipeline is checked at load time: a stage that needs
+//! a `context` but has no `comment_context` stage in its `needs` is a located error, not a task
+//! that fails on every run.
+//!
+//! Each type here is what downstream stages read of a record; the stored record may hold more
+//! (timings, histories) for reports and the export.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::engine::stage::{TaskError, TaskInput};
+use crate::review::Finding;
+
+/// A record one stage writes and others read.
+pub trait Contract: DeserializeOwned {
+    /// The name stages declare in `provides` and `requires`.
+    const NAME: &'static str;
+}
+
+/// The record of `C` from the upstream stage that provides it.
+pub fn upstream<C: Contract>(input: &TaskInput) -> Result<C, TaskError> {
+    let value = input.output_of(C::NAME).ok_or_else(|| {
+        TaskError::infra(format!("stage `{}` got no `{}` output from its `needs`", input.stage, C::NAME))
+    })?;
+    C::deserialize(value).map_err(|e| {
+        TaskError::infra(format!(
+            "stage `{}`: the upstream `{}` output does not read as one ({e}); was it made by an older curate?",
+            input.stage,
+            C::NAME
+        ))
+    })
+}
+
+/// `comment_context`: where a comment sits in the reviewed file, and the file on both sides.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CommentContext {
+    /// The commented file at the reviewed commit, relative to the repository root.
+    pub path: String,
+    /// The same file at the fixed commit, under the name the fix gave it.
+    #[serde(default)]
+    pub fixed_path: Option<String>,
+    /// First and last line of the commented code in the reviewed file, 1-based.
+    pub start_line: u64,
+    pub end_line: u64,
+    /// The whole reviewed file.
+    pub file_before: String,
+    /// The file at the fixed commit (under its new name if the fix renamed it); `None` when the
+    /// fix deleted it.
+    pub file_after: Option<String>,
+}
+
+impl Contract for CommentContext {
+    const NAME: &'static str = "context";
+}
+
+/// `environment`: the PR's image and what it knows of the project.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Environment {
+    /// The image tests run in.
+    pub image: String,
+    /// Top-level packages the project's code imports as (its own modules, not dependencies).
+    #[serde(default)]
+    pub imports: Vec<String>,
+}
+
+impl Contract for Environment {
+    const NAME: &'static str = "environment";
+}
+
+/// `test_synthesis`: the accepted fail-then-pass test of a comment.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Test {
+    /// Its file name, placed in the repository's root when it runs.
+    pub test_file: String,
+    /// The test's code.
+    pub test: String,
+}
+
+impl Contract for Test {
+    const NAME: &'static str = "test";
+}
+
+/// `review`: one reviewer's comments on a PR, or why it gave none.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Review {
+    /// The reviewer's name, as the report shows it.
+    pub reviewer: String,
+    pub comments: Vec<Finding>,
+    /// Why the review has no comments (a crash, a timeout, nothing readable); `None` when it has.
+    pub failure: Option<String>,
+}
+
+impl Contract for Review {
+    const NAME: &'static str = "review";
+}
+
+/// `revise`: the coding agent's revision of the patch under one reviewer's comments.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Revision {
+    pub reviewer: String,
+    pub review_failure: Option<String>,
+    /// How many review comments guided it.
+    pub comments: usize,
+    /// The revision as a `git diff` of the reviewed code; empty when nothing changed.
+    pub patch: String,
+    /// The agent's conversation, for reading afterwards.
+    pub transcript: Vec<Value>,
+}
+
+impl Contract for Revision {
+    const NAME: &'static str = "revision";
+}
