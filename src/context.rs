@@ -69,19 +69,26 @@ pub struct Context {
 pub fn load(file: &Path) -> Result<(Pipeline, Context), SpecError> {
     let text = Pipeline::read(file)?;
     let spec = PipelineSpec::parse(file, &text)?;
-    let defaults: Defaults = parse_config(&spec.defaults.other).map_err(|e| {
-        let key = e.key.map_or("defaults".into(), |k| format!("defaults.{k}"));
-        SpecError::at(file, &text, key, e.message)
-    })?;
-    let dir = pipeline_dir(file);
-    let cache = dir.join(defaults.cache.unwrap_or_else(|| PathBuf::from("cache")));
-    let mirrors = Arc::new(Mirrors::new(&defaults.repos.url, &dir, &cache));
-    let context = Context { dir, cache, mirrors, llm: defaults.llm };
+    let context = Context::from_spec(file, &text, &spec)?;
     let pipeline = Pipeline::from_spec(file, &text, spec, &context)?;
     Ok((pipeline, context))
 }
 
 impl Context {
+    /// Reads curation's `defaults` of a parsed pipeline (`text` is what it was parsed from, for
+    /// error positions). A program that adds its own kinds wraps this context in a [`Plugins`] of
+    /// its own that falls back to it.
+    pub fn from_spec(file: &Path, text: &str, spec: &PipelineSpec) -> Result<Context, SpecError> {
+        let defaults: Defaults = parse_config(&spec.defaults.other).map_err(|e| {
+            let key = e.key.map_or("defaults".into(), |k| format!("defaults.{k}"));
+            SpecError::at(file, text, key, e.message)
+        })?;
+        let dir = pipeline_dir(file);
+        let cache = dir.join(defaults.cache.unwrap_or_else(|| PathBuf::from("cache")));
+        let mirrors = Arc::new(Mirrors::new(&defaults.repos.url, &dir, &cache));
+        Ok(Context { dir, cache, mirrors, llm: defaults.llm })
+    }
+
     /// What stage `id`'s build function is given.
     pub fn for_stage<'a>(&'a self, id: &'a str) -> StageContext<'a> {
         StageContext { dir: &self.dir, id, mirrors: &self.mirrors, llm: &self.llm, cache: &self.cache }
