@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -40,11 +39,11 @@ fn sha256(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
 
-/// Canonical JSON: serde_json's map is ordered by key, and `to_vec` writes no whitespace, so equal
-/// values always give equal bytes.
-fn canonical<T: Serialize>(value: &T) -> Vec<u8> {
-    // Serializing plain data (strings, maps, numbers) into a Vec cannot fail.
-    serde_json::to_vec(value).unwrap_or_default()
+/// Canonical JSON: serde_json's map is ordered by key, and a value's `Display` writes no whitespace,
+/// so equal values always give equal bytes. Writing a `Value` cannot fail, so no two different
+/// documents can fall back to the same bytes.
+fn canonical(value: &Value) -> Vec<u8> {
+    value.to_string().into_bytes()
 }
 
 /// The part of every task key that comes from the stage itself.
@@ -90,18 +89,18 @@ impl ItemIdentity {
 /// The key of one task. `upstream` pairs each consumed upstream stage id with the keys of the tasks
 /// consumed from it, in a stable order.
 pub fn task_key(stage: StageFingerprint, item: ItemIdentity, upstream: &[(&str, Vec<TaskKey>)]) -> TaskKey {
-    #[derive(Serialize)]
-    struct Doc<'a> {
-        stage: String,
-        item: String,
-        upstream: Vec<(&'a str, Vec<String>)>,
-    }
-    let doc = Doc {
-        stage: hex::encode(stage.0),
-        item: hex::encode(item.0),
-        upstream: upstream.iter().map(|(s, keys)| (*s, keys.iter().map(TaskKey::hex).collect())).collect(),
-    };
-    TaskKey(sha256(&canonical(&doc)))
+    let upstream: Vec<Value> = upstream
+        .iter()
+        .map(|(s, keys)| serde_json::json!([s, keys.iter().map(TaskKey::hex).collect::<Vec<_>>()]))
+        .collect();
+    // Fields in this order, not sorted: the order keys have always been hashed in.
+    let doc = format!(
+        "{{\"stage\":{},\"item\":{},\"upstream\":{}}}",
+        Value::String(hex::encode(stage.0)),
+        Value::String(hex::encode(item.0)),
+        Value::Array(upstream)
+    );
+    TaskKey(sha256(doc.as_bytes()))
 }
 
 #[cfg(test)]
@@ -112,6 +111,21 @@ mod tests {
     fn fp(config: Value, prompt: &str) -> StageFingerprint {
         let files = BTreeMap::from([("prompt".to_string(), prompt.as_bytes().to_vec())]);
         StageFingerprint::new("exec", 1, &config, &files)
+    }
+
+    /// Keys written by earlier versions must still be found: these were computed before keys were
+    /// hashed from `Value`s instead of serialized structs.
+    #[test]
+    fn keys_are_the_ones_earlier_versions_wrote() {
+        let files = BTreeMap::from([("p".to_string(), b"x".to_vec())]);
+        let fp = StageFingerprint::new("exec", 3, &json!({"a": [1, "b"], "c": null}), &files);
+        let item = ItemIdentity::new("i1", &json!({"t": 1})).within(ItemIdentity::new("p", &json!(null)));
+        let up = task_key(fp, item, &[]);
+        let k = task_key(fp, item, &[("s1", vec![up]), ("s2", vec![up, up])]);
+        assert_eq!(hex::encode(fp.0), "b2f93e16cd3c0dd46753b0bbed47604d0c1c57b3d24930f02ea1d8928b5fe51d");
+        assert_eq!(hex::encode(item.0), "9ee74c5c8ea2d35def9a8367fd53c59cf5199be66e2c4bea7ec49c20a91bb768");
+        assert_eq!(up.hex(), "83e6f9ac64b33770b78bd8aabec4847ce6c5dc56a4b9502ecd7eb078dd7b0348");
+        assert_eq!(k.hex(), "2942d5e254ffd97d4c75cd90522fe1675e7f45289293fff72190578edb79f69a");
     }
 
     #[test]
