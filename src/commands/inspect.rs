@@ -8,6 +8,7 @@ use super::{Failure, Selection, exit, load};
 use crate::engine::flow::Flow;
 use crate::engine::item::Scope;
 use crate::engine::{lock, store, walk};
+use crate::stages::contract::{self, Contract};
 use crate::{export, report};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -76,7 +77,7 @@ pub fn report(
         .pipeline
         .stages
         .iter()
-        .any(|s| s.kind == "test_synthesis")
+        .any(|s| s.provides == Some(contract::Test::NAME))
         .then(|| export::final_stage(&flow, None).ok())
         .flatten()
         .map(|last| export::assemble(&flow, &states, last).stats);

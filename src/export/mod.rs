@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use crate::engine::flow::{Flow, TaskState};
 use crate::engine::item::Scope;
 use crate::sources::record::{PullRequest, ReviewComment};
+use crate::stages::contract::{self, Contract};
 use stats::{InstanceFacts, Stats, modified_lines};
 
 /// Relative path to contents, in the order they are written.
@@ -27,14 +28,14 @@ fn dir_name(id: &str) -> String {
     id.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect()
 }
 
-/// The kept output of the first stage of `kind` for item `x`.
-fn output_of<'a>(flow: &Flow, states: &'a [Vec<TaskState>], kind: &str, x: usize) -> Option<&'a Value> {
-    flow.pipeline.stages.iter().enumerate().filter(|(_, s)| s.kind == kind).find_map(|(s, _)| {
-        match &states[s][x] {
+/// The kept output for item `x` of the first stage that provides `contract`.
+fn output_of<'a>(flow: &Flow, states: &'a [Vec<TaskState>], contract: &str, x: usize) -> Option<&'a Value> {
+    flow.pipeline.stages.iter().enumerate().filter(|(_, s)| s.provides == Some(contract)).find_map(
+        |(s, _)| match &states[s][x] {
             TaskState::Kept { output, .. } => Some(output.as_ref()),
             _ => None,
-        }
-    })
+        },
+    )
 }
 
 /// The stage whose kept comments make the benchmark: `id`, or the last comment stage.
@@ -76,7 +77,7 @@ pub fn assemble(flow: &Flow, states: &[Vec<TaskState>], last: usize) -> Benchmar
         }
         let Ok(pr) = serde_json::from_value::<PullRequest>(item.data.clone()) else { continue };
         let dir = dir_name(&item.id);
-        let env = output_of(flow, states, "environment", p);
+        let env = output_of(flow, states, contract::Environment::NAME, p);
         let mut environment = json!({
             "image": text(env, "image"),
             "python": text(env, "python"),
@@ -108,8 +109,8 @@ pub fn assemble(flow: &Flow, states: &[Vec<TaskState>], last: usize) -> Benchmar
             let Ok(comment) = serde_json::from_value::<ReviewComment>(data.items[c].data.clone()) else {
                 continue;
             };
-            let synthesis = output_of(flow, states, "test_synthesis", c);
-            let filter = output_of(flow, states, "review_filter", c);
+            let synthesis = output_of(flow, states, contract::Test::NAME, c);
+            let filter = output_of(flow, states, contract::FilterVerdict::NAME, c);
             let test_path =
                 synthesis.and_then(|s| s["test_file"].as_str()).map(|f| format!("tests/{dir}/{f}"));
             let test = synthesis.and_then(|s| s["test"].as_str()).unwrap_or_default();

@@ -14,6 +14,7 @@ use crate::engine::flow::{Flow, TaskState};
 use crate::review::similarity::Similarity;
 use crate::review::{Finding, nearest};
 use crate::sources::record::PullRequest;
+use crate::stages::contract::{self, Contract};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Rate {
@@ -64,7 +65,9 @@ pub struct TextSimilarity {
 fn text_similarity(flow: &Flow, states: &[Vec<TaskState>]) -> BTreeMap<String, TextSimilarity> {
     let parse = |v: &serde_json::Value| serde_json::from_value::<Vec<Finding>>(v.clone()).unwrap_or_default();
     let mut sums: BTreeMap<String, (usize, Similarity)> = BTreeMap::new();
-    for (s, _) in flow.pipeline.stages.iter().enumerate().filter(|(_, p)| p.kind == "review") {
+    for (s, _) in
+        flow.pipeline.stages.iter().enumerate().filter(|(_, p)| p.provides == Some(contract::Review::NAME))
+    {
         for x in flow.tasks(s) {
             let TaskState::Kept { output, .. } = &states[s][x] else { continue };
             let Some(name) = output["reviewer"].as_str() else { continue };
@@ -109,7 +112,9 @@ pub struct Evaluation {
 pub fn evaluation(flow: &Flow, states: &[Vec<TaskState>]) -> Option<Evaluation> {
     let mut reviewers = Vec::new();
     let mut all_tests = BTreeSet::new();
-    for (s, plan) in flow.pipeline.stages.iter().enumerate().filter(|(_, p)| p.kind == "score") {
+    for (s, plan) in
+        flow.pipeline.stages.iter().enumerate().filter(|(_, p)| p.provides == Some(contract::Score::NAME))
+    {
         let mut row = ReviewerRow {
             reviewer: plan.id.to_string(),
             stage: plan.id.to_string(),

@@ -83,7 +83,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         fingerprint_extra: built.fingerprint,
         // The agent model's settings that change answers are in the fingerprint.
         unhashed: &["agent.llm"],
-        provides: None,
+        provides: Some(contract::Validation::NAME),
         requires: vec![contract::Test::NAME, CommentContext::NAME, Environment::NAME],
     })
 }

@@ -113,3 +113,41 @@ pub struct Revision {
 impl Contract for Revision {
     const NAME: &'static str = "revision";
 }
+
+/// `review_filter`: why a comment was kept.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FilterVerdict {
+    /// One of the paper's ten categories.
+    pub category: String,
+    pub reason: String,
+}
+
+impl Contract for FilterVerdict {
+    const NAME: &'static str = "verdict";
+}
+
+/// `agent_validation`: the revision that made the hidden test pass.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Validation {
+    /// Agent runs it took.
+    pub attempts: u32,
+    pub patch: String,
+}
+
+impl Contract for Validation {
+    const NAME: &'static str = "validation";
+}
+
+/// `score`: how a reviewer's revision of one instance did on its tests.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Score {
+    pub reviewer: String,
+    /// Tests that passed, of `total`.
+    pub passed: usize,
+    pub total: usize,
+    pub score: f64,
+}
+
+impl Contract for Score {
+    const NAME: &'static str = "score";
+}

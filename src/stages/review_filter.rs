@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use serde_yaml::Mapping;
 
+use super::contract::{self, Contract};
 use super::{Stage, StageContext, StageDef, TaskFuture, TaskInput};
 use crate::engine::item::{Outcome, Scope};
 use crate::engine::resources::Resource;
@@ -241,7 +242,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         fingerprint_extra: fingerprint,
         // The model's settings that change answers are in the fingerprint.
         unhashed: &["llm"],
-        provides: None,
+        provides: Some(contract::FilterVerdict::NAME),
         requires: Vec::new(),
     })
 }

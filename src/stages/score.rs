@@ -56,7 +56,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         files: Vec::new(),
         fingerprint_extra: Value::Null,
         unhashed: &[],
-        provides: None,
+        provides: Some(contract::Score::NAME),
         requires: vec![contract::Revision::NAME],
     })
 }
