@@ -6,6 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::openai::{Reply, Server};
+use curate::llm::cache::Entry;
 use curate::llm::client::Llm;
 use curate::llm::{CacheMode, LlmError, LlmSpec, Message};
 
@@ -128,6 +129,19 @@ async fn identical_requests_in_flight_are_sent_once() {
         assert_eq!(t.await.unwrap(), "one");
     }
     assert_eq!(server.calls(), 1);
+}
+
+#[test]
+fn every_recorded_answer_is_found_under_its_request_hash() {
+    // Replay finds an answer by hashing the request it is about to send; a change to what the hash
+    // covers, or to how a request serializes, would orphan every committed recording.
+    let recorded = walk(&common::root().join("cache/llm"));
+    assert!(recorded.len() > 100, "the committed recordings: {}", recorded.len());
+    for path in recorded {
+        let entry: Entry = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let name = path.file_stem().unwrap().to_string_lossy();
+        assert_eq!(entry.request.hash(), name, "{}", path.display());
+    }
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
