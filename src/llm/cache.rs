@@ -3,35 +3,10 @@
 //! they let a fresh machine replay a run with no model server.
 
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use super::client::{Answer, ChatRequest};
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CacheMode {
-    /// Use a recorded answer when there is one, call the model and record otherwise.
-    #[default]
-    Readwrite,
-    /// Only recorded answers; a miss is an error naming the request.
-    Replay,
-    /// Always call; record nothing.
-    Off,
-}
-
-impl FromStr for CacheMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "readwrite" => Ok(CacheMode::Readwrite),
-            "replay" => Ok(CacheMode::Replay),
-            "off" => Ok(CacheMode::Off),
-            _ => Err(format!("unknown LLM cache mode `{s}`; expected readwrite, replay or off")),
-        }
-    }
-}
+use super::types::{Answer, ChatRequest};
 
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Entry {

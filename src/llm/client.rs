@@ -10,72 +10,11 @@ use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
 use async_openai::types::chat::{CreateChatCompletionRequest, FinishReason};
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
-use super::cache::{CacheMode, ResponseCache};
-use super::config::LlmSettings;
+use super::cache::ResponseCache;
 use super::transport::Transport;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Message {
-    pub role: String,
-    pub content: String,
-}
-
-impl Message {
-    pub fn system(content: impl Into<String>) -> Message {
-        Message { role: "system".into(), content: content.into() }
-    }
-    pub fn user(content: impl Into<String>) -> Message {
-        Message { role: "user".into(), content: content.into() }
-    }
-    pub fn assistant(content: impl Into<String>) -> Message {
-        Message { role: "assistant".into(), content: content.into() }
-    }
-}
-
-/// Everything that decides an answer; its hash names the recorded answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChatRequest {
-    pub model: String,
-    pub messages: Vec<Message>,
-    pub temperature: f32,
-    pub max_tokens: u32,
-    pub seed: Option<i64>,
-    /// Left out of the hash when empty, so answers recorded before it existed still replay.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub stop: Vec<String>,
-}
-
-impl ChatRequest {
-    pub fn hash(&self) -> String {
-        // Serializing plain strings and numbers cannot fail; field order is fixed by the struct.
-        let bytes = serde_json::to_vec(self).unwrap_or_default();
-        hex::encode(Sha256::digest(&bytes))
-    }
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Answer {
-    pub text: String,
-    /// The answer was cut off at the token limit (older recordings do not say: `false`).
-    #[serde(default)]
-    pub truncated: bool,
-    /// The model that answered, as the server named it.
-    pub model: String,
-    pub usage: Usage,
-    pub elapsed_ms: u64,
-    /// Seconds since the epoch.
-    pub created_at: u64,
-}
+use super::types::{Answer, CacheMode, ChatRequest, LlmSettings, Message, Usage};
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum LlmError {
@@ -217,26 +156,5 @@ impl Llm {
                 Err(e) => return Err(LlmError::Failed(describe(&e))),
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_request_without_stop_sequences_hashes_as_before_they_existed() {
-        let request = ChatRequest {
-            model: "m".into(),
-            messages: vec![Message::user("hi")],
-            temperature: 0.0,
-            max_tokens: 8,
-            seed: Some(7),
-            stop: Vec::new(),
-        };
-        let old_form = r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.0,"max_tokens":8,"seed":7}"#;
-        assert_eq!(request.hash(), hex::encode(Sha256::digest(old_form.as_bytes())));
-        let stopped = ChatRequest { stop: vec!["\n```\n".into()], ..request.clone() };
-        assert_ne!(stopped.hash(), request.hash());
     }
 }

@@ -16,7 +16,7 @@ use async_openai::middleware::HttpRequestFactory;
 use reqwest::Response;
 use tokio::sync::Semaphore;
 
-use super::config::LlmSettings;
+use super::types::LlmSettings;
 
 /// Longest wait between two attempts, whatever the server asks.
 const MAX_DELAY: Duration = Duration::from_secs(120);
