@@ -113,6 +113,27 @@ async fn answers_are_recorded_and_replayed_without_the_server() {
 }
 
 #[tokio::test]
+async fn an_answer_that_cannot_be_recorded_fails_the_call_and_names_the_file() {
+    let server = Server::start(vec![Reply::Answer("unrecorded".into())], None);
+    let dir = tempfile::tempdir().unwrap();
+    let llm = client(&server, dir.path(), CacheMode::Readwrite, |_| {});
+    let request = llm.request(vec![Message::user("f")]);
+    // A directory where the answer's file belongs stops the write even for root, who ignores
+    // permissions.
+    let hash = request.hash();
+    let file = dir.path().join(&hash[..2]).join(format!("{hash}.json"));
+    std::fs::create_dir_all(&file).unwrap();
+    let err = llm.chat(&request).await.expect_err("an answer that was not recorded is not a success");
+    assert!(err.to_string().contains(&file.display().to_string()), "{err}");
+    match err {
+        LlmError::CacheWrite { error, .. } => assert_eq!(error.kind(), std::io::ErrorKind::IsADirectory),
+        other => panic!("expected a failed recording, got {other:?}"),
+    }
+    assert_eq!(server.calls(), 1);
+    assert!(walk(dir.path()).is_empty(), "no temporary file left behind");
+}
+
+#[tokio::test]
 async fn identical_requests_in_flight_are_sent_once() {
     let server = Server::start(
         vec![Reply::Delay(Duration::from_millis(300), Box::new(Reply::Answer("one".into())))],

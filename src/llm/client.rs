@@ -2,7 +2,7 @@
 //! the retrying transport, recorded for next time. Identical requests in flight are sent once.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -24,6 +24,12 @@ pub enum LlmError {
     ReplayMiss { hash: String },
     #[error("the model server failed: {0}")]
     Failed(String),
+    /// Without its recording a later replay would miss with no clue why, so the call fails and the
+    /// next run asks again.
+    #[error(
+        "the model answered but the answer cannot be recorded in {path}: {error}; make that path writable, or set CURATE_LLM_CACHE=off to record nothing"
+    )]
+    CacheWrite { path: PathBuf, error: Arc<std::io::Error> },
 }
 
 pub struct Llm {
@@ -87,19 +93,27 @@ impl Llm {
         let result = cell
             .get_or_init(|| {
                 ours = true;
-                self.call(request)
+                self.call_and_record(request, &hash)
             })
             .await
             .clone();
-        if ours {
-            if let (Ok(answer), CacheMode::Readwrite) = (&result, self.settings.cache) {
-                let _ = self.cache.put(&hash, request, answer);
-            }
-            if let Ok(mut map) = self.in_flight.lock() {
-                map.remove(&hash);
-            }
+        if ours && let Ok(mut map) = self.in_flight.lock() {
+            map.remove(&hash);
         }
         result.map(|a| (a, !ours))
+    }
+
+    /// A live call, recorded in readwrite mode. Inside the in-flight cell, so everyone waiting on
+    /// the same request sees a failed recording too.
+    async fn call_and_record(&self, request: &ChatRequest, hash: &str) -> Result<Answer, LlmError> {
+        let answer = self.call(request).await?;
+        if self.settings.cache == CacheMode::Readwrite {
+            self.cache.put(hash, request, &answer).map_err(|error| LlmError::CacheWrite {
+                path: self.cache.path(hash),
+                error: Arc::new(error),
+            })?;
+        }
+        Ok(answer)
     }
 
     async fn call(&self, request: &ChatRequest) -> Result<Answer, LlmError> {
