@@ -13,6 +13,7 @@ use async_openai::types::chat::{CreateChatCompletionRequest, FinishReason};
 use tokio::sync::OnceCell;
 
 use super::cache::ResponseCache;
+use super::retry::RetryPolicy;
 use super::transport::Transport;
 use super::types::{Answer, CacheMode, ChatRequest, LlmSettings, Message, Usage};
 
@@ -129,6 +130,7 @@ impl Llm {
         }
         let typed: CreateChatCompletionRequest = serde_json::from_value(body)
             .map_err(|e| LlmError::Failed(format!("cannot build the request: {e}")))?;
+        let retry = RetryPolicy::of(&self.settings);
         let mut attempt = 0;
         loop {
             let t0 = Instant::now();
@@ -162,9 +164,8 @@ impl Llm {
                 }
                 // A body that is not a chat completion (a proxy's error page, a cut-off stream):
                 // the transport saw a 200, so retry here.
-                Err(e @ OpenAIError::JSONDeserialize(..)) if attempt < self.settings.max_retries => {
-                    let _ = e;
-                    tokio::time::sleep(self.settings.backoff).await;
+                Err(OpenAIError::JSONDeserialize(..)) if retry.may_retry(attempt) => {
+                    tokio::time::sleep(retry.delay(attempt, None)).await;
                     attempt += 1;
                 }
                 Err(e) => return Err(LlmError::Failed(describe(&e))),

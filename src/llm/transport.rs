@@ -1,6 +1,6 @@
 //! The HTTP exchange under async-openai. async-openai builds the request and parses the answer; this
-//! service sends it, and retries 429s, 5xx, timeouts and dropped connections with exponential backoff
-//! and jitter, waiting as long as a `Retry-After` header asks. Each endpoint (base URL) has one
+//! service sends it, and retries 429s, 5xx, timeouts and dropped connections on the [`RetryPolicy`]'s
+//! schedule, waiting as long as a `Retry-After` header asks. Each endpoint (base URL) has one
 //! concurrency limit and requests-per-minute window, shared by every stage that talks to it; retry
 //! policy and timeout are each client's own.
 
@@ -16,10 +16,8 @@ use async_openai::middleware::HttpRequestFactory;
 use reqwest::Response;
 use tokio::sync::Semaphore;
 
+use super::retry::RetryPolicy;
 use super::types::LlmSettings;
-
-/// Longest wait between two attempts, whatever the server asks.
-const MAX_DELAY: Duration = Duration::from_secs(120);
 
 /// The limits shared by everyone who talks to one server.
 pub struct Endpoint {
@@ -77,8 +75,7 @@ impl Endpoint {
 pub struct Transport {
     endpoint: Arc<Endpoint>,
     http: reqwest::Client,
-    max_retries: u32,
-    backoff: Duration,
+    retry: RetryPolicy,
 }
 
 impl Transport {
@@ -88,18 +85,7 @@ impl Transport {
             .connect_timeout(Duration::from_secs(10))
             .build()
             .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
-        Ok(Transport {
-            endpoint: endpoint(settings)?,
-            http,
-            max_retries: settings.max_retries,
-            backoff: settings.backoff,
-        })
-    }
-
-    fn delay(&self, attempt: u32) -> Duration {
-        let exp = self.backoff.saturating_mul(1u32 << attempt.min(16));
-        // Jitter over the upper half, so many clients do not retry in step.
-        exp.mul_f64(0.5 + rand::random::<f64>() * 0.5).min(MAX_DELAY)
+        Ok(Transport { endpoint: endpoint(settings)?, http, retry: RetryPolicy::of(settings) })
     }
 
     async fn send(self, factory: HttpRequestFactory) -> Result<Response, OpenAIError> {
@@ -111,21 +97,21 @@ impl Transport {
             let request = factory.build().await?;
             let wait = match self.http.execute(request).await {
                 Ok(r) if r.status().as_u16() == 429 || r.status().is_server_error() => {
-                    if attempt >= self.max_retries {
+                    if !self.retry.may_retry(attempt) {
                         return Ok(r);
                     }
-                    retry_after(&r).unwrap_or_else(|| self.delay(attempt))
+                    self.retry.delay(attempt, retry_after(&r))
                 }
                 Ok(r) => return Ok(r),
                 Err(e) if e.is_builder() => return Err(OpenAIError::Reqwest(e)),
                 Err(e) => {
-                    if attempt >= self.max_retries {
+                    if !self.retry.may_retry(attempt) {
                         return Err(OpenAIError::Reqwest(e));
                     }
-                    self.delay(attempt)
+                    self.retry.delay(attempt, None)
                 }
             };
-            tokio::time::sleep(wait.min(MAX_DELAY)).await;
+            tokio::time::sleep(wait).await;
             attempt += 1;
         }
     }
