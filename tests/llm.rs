@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::openai::{Reply, Server};
@@ -140,7 +141,7 @@ async fn identical_requests_in_flight_are_sent_once() {
         None,
     );
     let dir = tempfile::tempdir().unwrap();
-    let llm = std::sync::Arc::new(client(&server, dir.path(), CacheMode::Readwrite, |_| {}));
+    let llm = Arc::new(client(&server, dir.path(), CacheMode::Readwrite, |_| {}));
     let mut tasks = Vec::new();
     for _ in 0..5 {
         let llm = llm.clone();
@@ -163,6 +164,32 @@ fn every_recorded_answer_is_found_under_its_request_hash() {
         let name = path.file_stem().unwrap().to_string_lossy();
         assert_eq!(entry.request.hash(), name, "{}", path.display());
     }
+}
+
+#[tokio::test]
+async fn stages_that_share_a_server_keep_their_own_concurrency() {
+    let server = Server::responding(|_| {
+        Reply::Delay(Duration::from_millis(300), Box::new(Reply::Answer("slow".into())))
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let one = Arc::new(client(&server, dir.path(), CacheMode::Off, |s| s.concurrency = Some(1)));
+    let three = Arc::new(client(&server, dir.path(), CacheMode::Off, |s| s.concurrency = Some(3)));
+    async fn three_at_once(llm: &Arc<Llm>) {
+        let tasks: Vec<_> = ["x", "y", "z"]
+            .into_iter()
+            .map(|text| {
+                let llm = llm.clone();
+                tokio::spawn(async move { ask(&llm, text).await.unwrap() })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+    }
+    three_at_once(&one).await;
+    assert_eq!(server.most_in_flight(), 1, "concurrency 1");
+    three_at_once(&three).await;
+    assert_eq!(server.most_in_flight(), 3, "concurrency 3, not the first stage's 1");
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {

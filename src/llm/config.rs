@@ -28,8 +28,10 @@ pub struct LlmSpec {
     pub timeout_secs: Option<u64>,
     /// Attempts after the first for 429, 5xx, timeouts and dropped connections.
     pub max_retries: Option<u32>,
-    /// Requests in flight at once to this endpoint.
+    /// Requests in flight at once to this server, shared with the stages that set the same server and
+    /// limits; a stage with other limits has its own (see `transport`).
     pub concurrency: Option<usize>,
+    /// Requests a minute to this server, shared like `concurrency`.
     pub requests_per_minute: Option<u32>,
     /// First wait between retries, in milliseconds; it doubles each time.
     pub backoff_ms: Option<u64>,

@@ -1,8 +1,8 @@
 //! The HTTP exchange under async-openai. async-openai builds the request and parses the answer; this
 //! service sends it, and retries 429s, 5xx, timeouts and dropped connections on the [`RetryPolicy`]'s
-//! schedule, waiting as long as a `Retry-After` header asks. Each endpoint (base URL) has one
-//! concurrency limit and requests-per-minute window, shared by every stage that talks to it; retry
-//! policy and timeout are each client's own.
+//! schedule, waiting as long as a `Retry-After` header asks. The stages that talk to one server with
+//! the same limits share one concurrency limit and requests-per-minute window (see `endpoint`);
+//! retry policy and timeout are each client's own.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -19,25 +19,42 @@ use tokio::sync::Semaphore;
 use super::retry::RetryPolicy;
 use super::types::LlmSettings;
 
-/// The limits shared by everyone who talks to one server.
+/// The limits shared by every client that talks to one server with the same limits.
 pub struct Endpoint {
     permits: Semaphore,
     rpm: Option<(u32, Mutex<VecDeque<Instant>>)>,
 }
 
-/// The endpoint for `settings.base_url`, made on first use; later users share its limits.
+/// A server and the limits asked of it: what `endpoint` shares by.
+#[derive(PartialEq, Eq, Hash)]
+struct EndpointKey {
+    base_url: String,
+    concurrency: usize,
+    requests_per_minute: Option<u32>,
+}
+
+/// The endpoint for `settings`' base URL and limits, made on first use; later clients with the same
+/// server and the same `concurrency` and `requests_per_minute` share it.
+///
+/// A stage that gives the same server other limits gets an endpoint of its own, so its limits hold
+/// as it wrote them rather than whichever stage connected first; the server then sees the stages'
+/// limits added up. To cap a server as a whole, give every stage that uses it the same limits, most
+/// simply by setting them only in `defaults.llm`.
 fn endpoint(settings: &LlmSettings) -> Result<Arc<Endpoint>, String> {
-    static ENDPOINTS: OnceLock<Mutex<HashMap<String, Arc<Endpoint>>>> = OnceLock::new();
+    static ENDPOINTS: OnceLock<Mutex<HashMap<EndpointKey, Arc<Endpoint>>>> = OnceLock::new();
     let mut all = ENDPOINTS.get_or_init(Default::default).lock().map_err(|_| "endpoint registry poisoned")?;
-    if let Some(e) = all.get(&settings.base_url) {
-        return Ok(e.clone());
-    }
-    let endpoint = Arc::new(Endpoint {
-        permits: Semaphore::new(settings.concurrency),
-        rpm: settings.requests_per_minute.map(|n| (n.max(1), Mutex::new(VecDeque::new()))),
+    let key = EndpointKey {
+        base_url: settings.base_url.clone(),
+        concurrency: settings.concurrency,
+        requests_per_minute: settings.requests_per_minute,
+    };
+    let endpoint = all.entry(key).or_insert_with(|| {
+        Arc::new(Endpoint {
+            permits: Semaphore::new(settings.concurrency),
+            rpm: settings.requests_per_minute.map(|n| (n.max(1), Mutex::new(VecDeque::new()))),
+        })
     });
-    all.insert(settings.base_url.clone(), endpoint.clone());
-    Ok(endpoint)
+    Ok(endpoint.clone())
 }
 
 fn retry_after(response: &Response) -> Option<Duration> {
