@@ -57,9 +57,16 @@ fn endpoint(settings: &LlmSettings) -> Result<Arc<Endpoint>, String> {
     Ok(endpoint.clone())
 }
 
+/// The wait a `Retry-After` header asks for, in seconds; the date form is not read (the retry
+/// policy's own wait applies).
 fn retry_after(response: &Response) -> Option<Duration> {
-    let value = response.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    value.trim().parse::<f64>().ok().filter(|s| *s >= 0.0).map(Duration::from_secs_f64)
+    seconds(response.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?)
+}
+
+fn seconds(value: &str) -> Option<Duration> {
+    let seconds = value.trim().parse::<f64>().ok().filter(|s| *s >= 0.0)?;
+    // Too many seconds for a Duration (`inf`, `1e300`): the longest wait, which the policy caps.
+    Some(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX))
 }
 
 impl Endpoint {
@@ -145,5 +152,22 @@ impl tower::Service<HttpRequestFactory> for Transport {
 
     fn call(&mut self, factory: HttpRequestFactory) -> Self::Future {
         Box::pin(self.clone().send(factory))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_is_read_in_seconds_and_a_huge_one_is_the_longest_wait() {
+        assert_eq!(seconds(" 2 "), Some(Duration::from_secs(2)));
+        assert_eq!(seconds("0.5"), Some(Duration::from_millis(500)));
+        assert_eq!(seconds("-1"), None);
+        assert_eq!(seconds("NaN"), None);
+        assert_eq!(seconds("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        // The retry policy caps what is asked; what the server says must not panic on the way.
+        assert_eq!(seconds("inf"), Some(Duration::MAX));
+        assert_eq!(seconds("1e300"), Some(Duration::MAX));
     }
 }
