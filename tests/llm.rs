@@ -3,9 +3,11 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::openai::{Reply, Server};
+use curate::llm::cache::Entry;
 use curate::llm::client::Llm;
 use curate::llm::{CacheMode, LlmError, LlmSpec, Message};
 
@@ -112,13 +114,34 @@ async fn answers_are_recorded_and_replayed_without_the_server() {
 }
 
 #[tokio::test]
+async fn an_answer_that_cannot_be_recorded_fails_the_call_and_names_the_file() {
+    let server = Server::start(vec![Reply::Answer("unrecorded".into())], None);
+    let dir = tempfile::tempdir().unwrap();
+    let llm = client(&server, dir.path(), CacheMode::Readwrite, |_| {});
+    let request = llm.request(vec![Message::user("f")]);
+    // A directory where the answer's file belongs stops the write even for root, who ignores
+    // permissions.
+    let hash = request.hash();
+    let file = dir.path().join(&hash[..2]).join(format!("{hash}.json"));
+    std::fs::create_dir_all(&file).unwrap();
+    let err = llm.chat(&request).await.expect_err("an answer that was not recorded is not a success");
+    assert!(err.to_string().contains(&file.display().to_string()), "{err}");
+    match err {
+        LlmError::CacheWrite { error, .. } => assert_eq!(error.kind(), std::io::ErrorKind::IsADirectory),
+        other => panic!("expected a failed recording, got {other:?}"),
+    }
+    assert_eq!(server.calls(), 1);
+    assert!(walk(dir.path()).is_empty(), "no temporary file left behind");
+}
+
+#[tokio::test]
 async fn identical_requests_in_flight_are_sent_once() {
     let server = Server::start(
         vec![Reply::Delay(Duration::from_millis(300), Box::new(Reply::Answer("one".into())))],
         None,
     );
     let dir = tempfile::tempdir().unwrap();
-    let llm = std::sync::Arc::new(client(&server, dir.path(), CacheMode::Readwrite, |_| {}));
+    let llm = Arc::new(client(&server, dir.path(), CacheMode::Readwrite, |_| {}));
     let mut tasks = Vec::new();
     for _ in 0..5 {
         let llm = llm.clone();
@@ -128,6 +151,45 @@ async fn identical_requests_in_flight_are_sent_once() {
         assert_eq!(t.await.unwrap(), "one");
     }
     assert_eq!(server.calls(), 1);
+}
+
+#[test]
+fn every_recorded_answer_is_found_under_its_request_hash() {
+    // Replay finds an answer by hashing the request it is about to send; a change to what the hash
+    // covers, or to how a request serializes, would orphan every committed recording.
+    let recorded = walk(&common::root().join("cache/llm"));
+    assert!(recorded.len() > 100, "the committed recordings: {}", recorded.len());
+    for path in recorded {
+        let entry: Entry = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let name = path.file_stem().unwrap().to_string_lossy();
+        assert_eq!(entry.request.hash(), name, "{}", path.display());
+    }
+}
+
+#[tokio::test]
+async fn stages_that_share_a_server_keep_their_own_concurrency() {
+    let server = Server::responding(|_| {
+        Reply::Delay(Duration::from_millis(300), Box::new(Reply::Answer("slow".into())))
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let one = Arc::new(client(&server, dir.path(), CacheMode::Off, |s| s.concurrency = Some(1)));
+    let three = Arc::new(client(&server, dir.path(), CacheMode::Off, |s| s.concurrency = Some(3)));
+    async fn three_at_once(llm: &Arc<Llm>) {
+        let tasks: Vec<_> = ["x", "y", "z"]
+            .into_iter()
+            .map(|text| {
+                let llm = llm.clone();
+                tokio::spawn(async move { ask(&llm, text).await.unwrap() })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+    }
+    three_at_once(&one).await;
+    assert_eq!(server.most_in_flight(), 1, "concurrency 1");
+    three_at_once(&three).await;
+    assert_eq!(server.most_in_flight(), 3, "concurrency 3, not the first stage's 1");
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {

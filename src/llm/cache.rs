@@ -3,35 +3,10 @@
 //! they let a fresh machine replay a run with no model server.
 
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use super::client::{Answer, ChatRequest};
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CacheMode {
-    /// Use a recorded answer when there is one, call the model and record otherwise.
-    #[default]
-    Readwrite,
-    /// Only recorded answers; a miss is an error naming the request.
-    Replay,
-    /// Always call; record nothing.
-    Off,
-}
-
-impl FromStr for CacheMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "readwrite" => Ok(CacheMode::Readwrite),
-            "replay" => Ok(CacheMode::Replay),
-            "off" => Ok(CacheMode::Off),
-            _ => Err(format!("unknown LLM cache mode `{s}`; expected readwrite, replay or off")),
-        }
-    }
-}
+use super::types::{Answer, ChatRequest};
 
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Entry {
@@ -48,7 +23,8 @@ impl ResponseCache {
         ResponseCache { dir: dir.to_path_buf() }
     }
 
-    fn path(&self, hash: &str) -> PathBuf {
+    /// Where the answer to the request with this hash is recorded.
+    pub fn path(&self, hash: &str) -> PathBuf {
         self.dir.join(&hash[..2]).join(format!("{hash}.json"))
     }
 
@@ -57,7 +33,8 @@ impl ResponseCache {
         serde_json::from_slice::<Entry>(&text).ok().map(|e| e.answer)
     }
 
-    /// Writes atomically (temporary file, then rename), so a crash never leaves half an answer.
+    /// Writes atomically (temporary file, then rename), so a crash never leaves half an answer; a
+    /// failed write leaves no temporary file either.
     pub fn put(&self, hash: &str, request: &ChatRequest, answer: &Answer) -> std::io::Result<()> {
         let path = self.path(hash);
         if let Some(parent) = path.parent() {
@@ -66,7 +43,10 @@ impl ResponseCache {
         let entry = Entry { request: request.clone(), answer: answer.clone() };
         let text = serde_json::to_vec_pretty(&entry).map_err(std::io::Error::other)?;
         let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-        std::fs::write(&tmp, text)?;
-        std::fs::rename(&tmp, &path)
+        let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, &path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written
     }
 }

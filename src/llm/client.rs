@@ -2,7 +2,7 @@
 //! the retrying transport, recorded for next time. Identical requests in flight are sent once.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -10,72 +10,12 @@ use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
 use async_openai::types::chat::{CreateChatCompletionRequest, FinishReason};
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
-use super::cache::{CacheMode, ResponseCache};
-use super::config::LlmSettings;
+use super::cache::ResponseCache;
+use super::retry::RetryPolicy;
 use super::transport::Transport;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Message {
-    pub role: String,
-    pub content: String,
-}
-
-impl Message {
-    pub fn system(content: impl Into<String>) -> Message {
-        Message { role: "system".into(), content: content.into() }
-    }
-    pub fn user(content: impl Into<String>) -> Message {
-        Message { role: "user".into(), content: content.into() }
-    }
-    pub fn assistant(content: impl Into<String>) -> Message {
-        Message { role: "assistant".into(), content: content.into() }
-    }
-}
-
-/// Everything that decides an answer; its hash names the recorded answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChatRequest {
-    pub model: String,
-    pub messages: Vec<Message>,
-    pub temperature: f32,
-    pub max_tokens: u32,
-    pub seed: Option<i64>,
-    /// Left out of the hash when empty, so answers recorded before it existed still replay.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub stop: Vec<String>,
-}
-
-impl ChatRequest {
-    pub fn hash(&self) -> String {
-        // Serializing plain strings and numbers cannot fail; field order is fixed by the struct.
-        let bytes = serde_json::to_vec(self).unwrap_or_default();
-        hex::encode(Sha256::digest(&bytes))
-    }
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Answer {
-    pub text: String,
-    /// The answer was cut off at the token limit (older recordings do not say: `false`).
-    #[serde(default)]
-    pub truncated: bool,
-    /// The model that answered, as the server named it.
-    pub model: String,
-    pub usage: Usage,
-    pub elapsed_ms: u64,
-    /// Seconds since the epoch.
-    pub created_at: u64,
-}
+use super::types::{Answer, CacheMode, ChatRequest, LlmSettings, Message, Usage};
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum LlmError {
@@ -85,6 +25,12 @@ pub enum LlmError {
     ReplayMiss { hash: String },
     #[error("the model server failed: {0}")]
     Failed(String),
+    /// Without its recording a later replay would miss with no clue why, so the call fails and the
+    /// next run asks again.
+    #[error(
+        "the model answered but the answer cannot be recorded in {path}: {error}; make that path writable, or set CURATE_LLM_CACHE=off to record nothing"
+    )]
+    CacheWrite { path: PathBuf, error: Arc<std::io::Error> },
 }
 
 pub struct Llm {
@@ -148,19 +94,27 @@ impl Llm {
         let result = cell
             .get_or_init(|| {
                 ours = true;
-                self.call(request)
+                self.call_and_record(request, &hash)
             })
             .await
             .clone();
-        if ours {
-            if let (Ok(answer), CacheMode::Readwrite) = (&result, self.settings.cache) {
-                let _ = self.cache.put(&hash, request, answer);
-            }
-            if let Ok(mut map) = self.in_flight.lock() {
-                map.remove(&hash);
-            }
+        if ours && let Ok(mut map) = self.in_flight.lock() {
+            map.remove(&hash);
         }
         result.map(|a| (a, !ours))
+    }
+
+    /// A live call, recorded in readwrite mode. Inside the in-flight cell, so everyone waiting on
+    /// the same request sees a failed recording too.
+    async fn call_and_record(&self, request: &ChatRequest, hash: &str) -> Result<Answer, LlmError> {
+        let answer = self.call(request).await?;
+        if self.settings.cache == CacheMode::Readwrite {
+            self.cache.put(hash, request, &answer).map_err(|error| LlmError::CacheWrite {
+                path: self.cache.path(hash),
+                error: Arc::new(error),
+            })?;
+        }
+        Ok(answer)
     }
 
     async fn call(&self, request: &ChatRequest) -> Result<Answer, LlmError> {
@@ -176,6 +130,7 @@ impl Llm {
         }
         let typed: CreateChatCompletionRequest = serde_json::from_value(body)
             .map_err(|e| LlmError::Failed(format!("cannot build the request: {e}")))?;
+        let retry = RetryPolicy::of(&self.settings);
         let mut attempt = 0;
         loop {
             let t0 = Instant::now();
@@ -209,34 +164,12 @@ impl Llm {
                 }
                 // A body that is not a chat completion (a proxy's error page, a cut-off stream):
                 // the transport saw a 200, so retry here.
-                Err(e @ OpenAIError::JSONDeserialize(..)) if attempt < self.settings.max_retries => {
-                    let _ = e;
-                    tokio::time::sleep(self.settings.backoff).await;
+                Err(OpenAIError::JSONDeserialize(..)) if retry.may_retry(attempt) => {
+                    tokio::time::sleep(retry.delay(attempt, None)).await;
                     attempt += 1;
                 }
                 Err(e) => return Err(LlmError::Failed(describe(&e))),
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_request_without_stop_sequences_hashes_as_before_they_existed() {
-        let request = ChatRequest {
-            model: "m".into(),
-            messages: vec![Message::user("hi")],
-            temperature: 0.0,
-            max_tokens: 8,
-            seed: Some(7),
-            stop: Vec::new(),
-        };
-        let old_form = r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.0,"max_tokens":8,"seed":7}"#;
-        assert_eq!(request.hash(), hex::encode(Sha256::digest(old_form.as_bytes())));
-        let stopped = ChatRequest { stop: vec!["\n```\n".into()], ..request.clone() };
-        assert_ne!(stopped.hash(), request.hash());
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::cache::CacheMode;
+use super::types::{CacheMode, LlmSettings};
 
 /// The local llama.cpp server's address and model alias (see `scripts/model-server`).
 pub const LOCAL_BASE_URL: &str = "http://127.0.0.1:8012/v1";
@@ -28,8 +28,10 @@ pub struct LlmSpec {
     pub timeout_secs: Option<u64>,
     /// Attempts after the first for 429, 5xx, timeouts and dropped connections.
     pub max_retries: Option<u32>,
-    /// Requests in flight at once to this endpoint.
+    /// Requests in flight at once to this server, shared with the stages that set the same server and
+    /// limits; a stage with other limits has its own (see `transport`).
     pub concurrency: Option<usize>,
+    /// Requests a minute to this server, shared like `concurrency`.
     pub requests_per_minute: Option<u32>,
     /// First wait between retries, in milliseconds; it doubles each time.
     pub backoff_ms: Option<u64>,
@@ -85,41 +87,6 @@ impl LlmSpec {
             backoff: Duration::from_millis(self.backoff_ms.unwrap_or(500)),
             cache: env("CURATE_LLM_CACHE").and_then(|m| m.parse().ok()).or(self.cache).unwrap_or_default(),
         }
-    }
-}
-
-/// Resolved settings.
-#[derive(Debug, Clone)]
-pub struct LlmSettings {
-    pub base_url: String,
-    pub model: String,
-    pub api_key: String,
-    pub temperature: f32,
-    pub max_tokens: u32,
-    pub seed: Option<i64>,
-    pub stop: Vec<String>,
-    pub timeout: Duration,
-    pub max_retries: u32,
-    pub concurrency: usize,
-    pub requests_per_minute: Option<u32>,
-    pub backoff: Duration,
-    pub cache: CacheMode,
-}
-
-impl LlmSettings {
-    /// What changes an answer, and so belongs in the task key: not where the server is, nor limits.
-    pub fn fingerprint(&self) -> serde_json::Value {
-        let mut value = serde_json::json!({
-            "model": self.model,
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-            "seed": self.seed,
-        });
-        // Only when set, so keys made before stop sequences existed stay valid.
-        if !self.stop.is_empty() {
-            value["stop"] = serde_json::json!(self.stop);
-        }
-        value
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::client::Message;
+use super::types::Message;
 
 #[derive(Debug, Clone)]
 pub struct Template {

@@ -1,8 +1,8 @@
 //! The HTTP exchange under async-openai. async-openai builds the request and parses the answer; this
-//! service sends it, and retries 429s, 5xx, timeouts and dropped connections with exponential backoff
-//! and jitter, waiting as long as a `Retry-After` header asks. Each endpoint (base URL) has one
-//! concurrency limit and requests-per-minute window, shared by every stage that talks to it; retry
-//! policy and timeout are each client's own.
+//! service sends it, and retries 429s, 5xx, timeouts and dropped connections on the [`RetryPolicy`]'s
+//! schedule, waiting as long as a `Retry-After` header asks. The stages that talk to one server with
+//! the same limits share one concurrency limit and requests-per-minute window (see `endpoint`);
+//! retry policy and timeout are each client's own.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -16,35 +16,57 @@ use async_openai::middleware::HttpRequestFactory;
 use reqwest::Response;
 use tokio::sync::Semaphore;
 
-use super::config::LlmSettings;
+use super::retry::RetryPolicy;
+use super::types::LlmSettings;
 
-/// Longest wait between two attempts, whatever the server asks.
-const MAX_DELAY: Duration = Duration::from_secs(120);
-
-/// The limits shared by everyone who talks to one server.
+/// The limits shared by every client that talks to one server with the same limits.
 pub struct Endpoint {
     permits: Semaphore,
     rpm: Option<(u32, Mutex<VecDeque<Instant>>)>,
 }
 
-/// The endpoint for `settings.base_url`, made on first use; later users share its limits.
-fn endpoint(settings: &LlmSettings) -> Result<Arc<Endpoint>, String> {
-    static ENDPOINTS: OnceLock<Mutex<HashMap<String, Arc<Endpoint>>>> = OnceLock::new();
-    let mut all = ENDPOINTS.get_or_init(Default::default).lock().map_err(|_| "endpoint registry poisoned")?;
-    if let Some(e) = all.get(&settings.base_url) {
-        return Ok(e.clone());
-    }
-    let endpoint = Arc::new(Endpoint {
-        permits: Semaphore::new(settings.concurrency),
-        rpm: settings.requests_per_minute.map(|n| (n.max(1), Mutex::new(VecDeque::new()))),
-    });
-    all.insert(settings.base_url.clone(), endpoint.clone());
-    Ok(endpoint)
+/// A server and the limits asked of it: what `endpoint` shares by.
+#[derive(PartialEq, Eq, Hash)]
+struct EndpointKey {
+    base_url: String,
+    concurrency: usize,
+    requests_per_minute: Option<u32>,
 }
 
+/// The endpoint for `settings`' base URL and limits, made on first use; later clients with the same
+/// server and the same `concurrency` and `requests_per_minute` share it.
+///
+/// A stage that gives the same server other limits gets an endpoint of its own, so its limits hold
+/// as it wrote them rather than whichever stage connected first; the server then sees the stages'
+/// limits added up. To cap a server as a whole, give every stage that uses it the same limits, most
+/// simply by setting them only in `defaults.llm`.
+fn endpoint(settings: &LlmSettings) -> Result<Arc<Endpoint>, String> {
+    static ENDPOINTS: OnceLock<Mutex<HashMap<EndpointKey, Arc<Endpoint>>>> = OnceLock::new();
+    let mut all = ENDPOINTS.get_or_init(Default::default).lock().map_err(|_| "endpoint registry poisoned")?;
+    let key = EndpointKey {
+        base_url: settings.base_url.clone(),
+        concurrency: settings.concurrency,
+        requests_per_minute: settings.requests_per_minute,
+    };
+    let endpoint = all.entry(key).or_insert_with(|| {
+        Arc::new(Endpoint {
+            permits: Semaphore::new(settings.concurrency),
+            rpm: settings.requests_per_minute.map(|n| (n.max(1), Mutex::new(VecDeque::new()))),
+        })
+    });
+    Ok(endpoint.clone())
+}
+
+/// The wait a `Retry-After` header asks for, in seconds; the date form is not read (the retry
+/// policy's own wait applies).
 fn retry_after(response: &Response) -> Option<Duration> {
-    let value = response.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    value.trim().parse::<f64>().ok().filter(|s| *s >= 0.0).map(Duration::from_secs_f64)
+    seconds(response.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?)
+}
+
+fn seconds(value: &str) -> Option<Duration> {
+    let seconds = value.trim().parse::<f64>().ok().filter(|s| *s >= 0.0)?;
+    // Too many seconds for a Duration (`inf`, `1e300`): the longest wait, which the policy caps.
+    Some(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX))
 }
 
 impl Endpoint {
@@ -77,8 +99,7 @@ impl Endpoint {
 pub struct Transport {
     endpoint: Arc<Endpoint>,
     http: reqwest::Client,
-    max_retries: u32,
-    backoff: Duration,
+    retry: RetryPolicy,
 }
 
 impl Transport {
@@ -88,18 +109,7 @@ impl Transport {
             .connect_timeout(Duration::from_secs(10))
             .build()
             .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
-        Ok(Transport {
-            endpoint: endpoint(settings)?,
-            http,
-            max_retries: settings.max_retries,
-            backoff: settings.backoff,
-        })
-    }
-
-    fn delay(&self, attempt: u32) -> Duration {
-        let exp = self.backoff.saturating_mul(1u32 << attempt.min(16));
-        // Jitter over the upper half, so many clients do not retry in step.
-        exp.mul_f64(0.5 + rand::random::<f64>() * 0.5).min(MAX_DELAY)
+        Ok(Transport { endpoint: endpoint(settings)?, http, retry: RetryPolicy::of(settings) })
     }
 
     async fn send(self, factory: HttpRequestFactory) -> Result<Response, OpenAIError> {
@@ -111,21 +121,21 @@ impl Transport {
             let request = factory.build().await?;
             let wait = match self.http.execute(request).await {
                 Ok(r) if r.status().as_u16() == 429 || r.status().is_server_error() => {
-                    if attempt >= self.max_retries {
+                    if !self.retry.may_retry(attempt) {
                         return Ok(r);
                     }
-                    retry_after(&r).unwrap_or_else(|| self.delay(attempt))
+                    self.retry.delay(attempt, retry_after(&r))
                 }
                 Ok(r) => return Ok(r),
                 Err(e) if e.is_builder() => return Err(OpenAIError::Reqwest(e)),
                 Err(e) => {
-                    if attempt >= self.max_retries {
+                    if !self.retry.may_retry(attempt) {
                         return Err(OpenAIError::Reqwest(e));
                     }
-                    self.delay(attempt)
+                    self.retry.delay(attempt, None)
                 }
             };
-            tokio::time::sleep(wait.min(MAX_DELAY)).await;
+            tokio::time::sleep(wait).await;
             attempt += 1;
         }
     }
@@ -142,5 +152,22 @@ impl tower::Service<HttpRequestFactory> for Transport {
 
     fn call(&mut self, factory: HttpRequestFactory) -> Self::Future {
         Box::pin(self.clone().send(factory))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_is_read_in_seconds_and_a_huge_one_is_the_longest_wait() {
+        assert_eq!(seconds(" 2 "), Some(Duration::from_secs(2)));
+        assert_eq!(seconds("0.5"), Some(Duration::from_millis(500)));
+        assert_eq!(seconds("-1"), None);
+        assert_eq!(seconds("NaN"), None);
+        assert_eq!(seconds("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        // The retry policy caps what is asked; what the server says must not panic on the way.
+        assert_eq!(seconds("inf"), Some(Duration::MAX));
+        assert_eq!(seconds("1e300"), Some(Duration::MAX));
     }
 }

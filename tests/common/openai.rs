@@ -1,6 +1,7 @@
 //! A small scripted OpenAI-compatible server for tests: it answers `POST .../chat/completions` with
-//! the replies it was given, in order, and counts and keeps every request. Replies can be answers,
-//! HTTP errors with headers, delays, dropped connections and malformed bodies.
+//! the replies it was given, in order, and counts and keeps every request, and how many it was
+//! working on at once. Replies can be answers, HTTP errors with headers, delays, dropped connections
+//! and malformed bodies.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -31,6 +32,9 @@ struct State {
     /// Given once the script is used up.
     fallback: Option<Reply>,
     requests: Vec<serde_json::Value>,
+    /// Requests received and not yet answered, and the most there have been.
+    in_flight: usize,
+    most_in_flight: usize,
 }
 
 pub struct Server {
@@ -68,6 +72,11 @@ impl Server {
 
     pub fn requests(&self) -> Vec<serde_json::Value> {
         self.state.lock().unwrap().requests.clone()
+    }
+
+    /// The most requests the server has been working on at once.
+    pub fn most_in_flight(&self) -> usize {
+        self.state.lock().unwrap().most_in_flight
     }
 }
 
@@ -125,6 +134,8 @@ fn serve(mut stream: TcpStream, state: &Mutex<State>) {
             None => Some(s.script.remove(0)),
         };
         s.requests.push(request);
+        s.in_flight += 1;
+        s.most_in_flight = s.most_in_flight.max(s.in_flight);
         reply
     };
     let mut reply = reply.unwrap_or(Reply::Status(
@@ -136,6 +147,8 @@ fn serve(mut stream: TcpStream, state: &Mutex<State>) {
         std::thread::sleep(d);
         reply = *inner;
     }
+    // Before answering, so the client cannot send its next request while this one still counts.
+    state.lock().unwrap().in_flight -= 1;
     match reply {
         Reply::Answer(text) => respond(&mut stream, 200, &[], &completion(&text)),
         Reply::Status(code, headers, body) => respond(&mut stream, code, &headers, &body),
