@@ -102,3 +102,15 @@ fn an_unreachable_repository_is_an_error_to_retry_not_a_rejection() {
     let out = s.curate(&["run", "ccrab.yaml", "--limit", "1"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+#[test]
+fn missing_local_mirrors_stop_the_run_at_once_naming_them() {
+    let s = Scratch::new();
+    pipeline(&s, &root().join("sample/swe-care.jsonl"), &s.path("no-mirrors"));
+    let out = s.curate(&["run", "ccrab.yaml"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("6 repositories of the source have no local mirror to clone from"), "{err}");
+    assert!(err.contains("no-mirrors/curate-sample/durations.git"), "{err}");
+    assert!(!s.path(".curate").exists(), "nothing ran, so no state was made");
+}

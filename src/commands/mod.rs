@@ -34,6 +34,9 @@ pub enum Failure {
     Spec(#[from] SpecError),
     #[error(transparent)]
     Source(#[from] SourceError),
+    /// The input cannot be worked on, and retrying will not change that.
+    #[error("{0}")]
+    BadInput(String),
     #[error(transparent)]
     Other(#[from] anyhow::Error),
 }
@@ -41,7 +44,9 @@ pub enum Failure {
 impl Failure {
     pub fn exit_code(&self) -> u8 {
         match self {
-            Failure::Spec(_) | Failure::Source(SourceError::Strict { .. }) => exit::BAD_INPUT,
+            Failure::Spec(_) | Failure::Source(SourceError::Strict { .. }) | Failure::BadInput(_) => {
+                exit::BAD_INPUT
+            }
             Failure::Source(_) | Failure::Other(_) => exit::ERRORED,
         }
     }
@@ -58,6 +63,7 @@ pub struct Selection {
 /// A loaded pipeline and its items.
 struct Loaded {
     pipeline: Pipeline,
+    context: crate::context::Context,
     data: Dataset,
     problems: Vec<Problem>,
     state_dir: PathBuf,
@@ -67,7 +73,7 @@ struct Loaded {
 const PROBLEMS_SHOWN: usize = 20;
 
 fn load(path: &Path, sel: &Selection) -> Result<Loaded, Failure> {
-    let (pipeline, _) = crate::context::load(path)?;
+    let (pipeline, context) = crate::context::load(path)?;
     let ingest = pipeline.source.load()?;
     if sel.strict && !ingest.problems.is_empty() {
         return Err(
@@ -82,5 +88,5 @@ fn load(path: &Path, sel: &Selection) -> Result<Loaded, Failure> {
     }
     let state_dir = sel.state.clone().unwrap_or_else(|| pipeline.default_state_dir());
     let data = Dataset::new(ingest.items, sel.limit);
-    Ok(Loaded { pipeline, data, problems: ingest.problems, state_dir })
+    Ok(Loaded { pipeline, context, data, problems: ingest.problems, state_dir })
 }

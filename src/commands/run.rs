@@ -20,8 +20,34 @@ pub struct RunOptions {
     pub progress: Mode,
 }
 
+/// Local mirrors that are not there would fail every task of their PRs on every run: stop before
+/// any work instead, naming them.
+fn check_local_repositories(loaded: &super::Loaded) -> Result<(), Failure> {
+    let mut repos: Vec<&str> = loaded.data.items.iter().filter_map(|i| i.data["repo"].as_str()).collect();
+    repos.sort_unstable();
+    repos.dedup();
+    let missing = loaded.context.mirrors.missing_local(&repos);
+    let Some((_, first)) = missing.first() else { return Ok(()) };
+    let shown: Vec<String> =
+        missing.iter().take(5).map(|(repo, path)| format!("{repo} ({})", path.display())).collect();
+    Err(Failure::BadInput(format!(
+        "{} repositor{} of the source {} no local mirror to clone from: {}{}; `defaults.repos.url` names local directories, so make them there first{}",
+        missing.len(),
+        if missing.len() == 1 { "y" } else { "ies" },
+        if missing.len() == 1 { "has" } else { "have" },
+        shown.join(", "),
+        if missing.len() > 5 { ", …" } else { "" },
+        if first.to_string_lossy().contains("cache/mirrors/") {
+            " (the bundled sample's: `python3 sample/build.py --out cache/mirrors`, which scripts/run-sample runs)"
+        } else {
+            ", or point the template at the network (the default is GitHub)"
+        }
+    )))
+}
+
 pub fn run(path: &Path, opts: &RunOptions) -> Result<u8, Failure> {
     let loaded = load(path, &opts.selection)?;
+    check_local_repositories(&loaded)?;
     let dir = &loaded.state_dir;
     std::fs::create_dir_all(dir).with_context(|| {
         format!("cannot create state directory {}; choose a writable one with --state", dir.display())

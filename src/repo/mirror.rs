@@ -75,6 +75,21 @@ impl Mirrors {
         Ok(self.dir.join(owner).join(format!("{name}.git")))
     }
 
+    /// When the template is a local directory (not a URL): the repositories among `repos` that have
+    /// no mirror in the cache and nothing at their clone path either, each with that path. Such a
+    /// repository cannot be had by retrying, so a run says so before it starts.
+    pub fn missing_local(&self, repos: &[&str]) -> Vec<(String, PathBuf)> {
+        if self.url.contains("://") {
+            return Vec::new();
+        }
+        repos
+            .iter()
+            .filter(|repo| self.path_for(repo).is_ok_and(|p| !p.exists()))
+            .filter_map(|repo| self.url_for(repo).ok().map(|url| (repo.to_string(), PathBuf::from(url))))
+            .filter(|(_, source)| !source.exists())
+            .collect()
+    }
+
     /// The mirror of `repo`, cloned on first use and fetched when one of `commits` is missing.
     /// Blocking: call it off the async runtime.
     pub fn open(&self, repo: &str, commits: &[&str]) -> Result<Mirror, RepoError> {
@@ -304,6 +319,17 @@ pub fn working_files(root: &Path) -> std::io::Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_local_template_names_the_repositories_it_cannot_give() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("local/o/here.git")).unwrap();
+        let mirrors = Mirrors::new("local/{repo}.git", dir.path(), &dir.path().join("cache"));
+        let missing = mirrors.missing_local(&["o/here", "o/gone"]);
+        assert_eq!(missing, vec![("o/gone".to_string(), dir.path().join("local/o/gone.git"))]);
+        let remote = Mirrors::new("https://example.org/{repo}.git", dir.path(), &dir.path().join("cache"));
+        assert!(remote.missing_local(&["o/gone"]).is_empty(), "a URL is for the network to answer");
+    }
     use std::process::Command;
 
     /// A real repository made with the git CLI: a file, a change to it, a rename, a deletion.
