@@ -372,3 +372,28 @@ fn an_unusable_state_directory_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("cannot create state directory not-a-dir/state"), "{}", stderr(&out));
 }
+
+#[test]
+fn the_funnel_counts_prs_that_have_a_comment_and_an_instance_pipeline_counts_instances() {
+    let s = Scratch::new();
+    // p2's only comment is a bad record: p2 has nothing to curate.
+    s.write(
+        "items.jsonl",
+        "{\"id\": \"p1\"}\n{\"id\": \"p2\"}\n{\"id\": \"c1\", \"pr\": \"p1\"}\n{\"id\": \"c2\", \"pr\": \"p2\"\n",
+    );
+    s.write(
+        "p.yaml",
+        "name: f\nsource: {kind: jsonl, path: items.jsonl}\nstages:\n  - id: look\n    kind: noop\n    scope: comment\n",
+    );
+    assert!(s.curate(&["run", "p.yaml"]).status.success());
+    let rows = funnel(&s, "p.yaml", &[]);
+    assert_eq!(rows[0], ("ingest".to_string(), 1, 1), "p2 has no comment left");
+    assert_eq!(rows[1], ("look".to_string(), 1, 1));
+
+    s.write("q.yaml", "name: g\nsource: {kind: jsonl, path: items.jsonl}\nstages:\n  - id: build\n    kind: noop\n");
+    s.write("items.jsonl", "{\"id\": \"p1\"}\n{\"id\": \"p2\"}\n");
+    assert!(s.curate(&["run", "q.yaml"]).status.success());
+    let report = stdout(&s.curate(&["report", "q.yaml"]));
+    assert!(report.contains("| Stage | Instances | Rejected | Errored | Pending |"), "{report}");
+    assert!(report.contains("| Initial dataset | 2 | 0 | 0 | 0 |"), "{report}");
+}

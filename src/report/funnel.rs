@@ -21,6 +21,9 @@ pub struct Funnel {
     pub pipeline: String,
     /// No task errored or is still to run: the numbers are final.
     pub complete: bool,
+    /// Whether the pipeline works on comments. An evaluation works on whole instances: its rows
+    /// count those, and the comment column is left out.
+    pub counts_comments: bool,
     pub funnel: Vec<FunnelRow>,
 }
 
@@ -61,10 +64,19 @@ pub fn funnel(
 ) -> Funnel {
     let pipeline = flow.pipeline;
     let data = flow.data;
+    let counts_comments =
+        data.count(Scope::Comment) > 0 || pipeline.stages.iter().any(|s| s.scope == Scope::Comment);
+    // A PR counts while it has a comment left; one with none at all (its only comment was a bad
+    // record, say) counts only where comments are not what the pipeline works on.
+    let pr_counts = |p: usize, alive: usize| {
+        if data.comments[p].is_empty() { !counts_comments } else { alive > 0 }
+    };
     let mut rows = vec![FunnelRow {
         stage: "ingest".into(),
         title: "Initial dataset".into(),
-        prs: data.count(Scope::Pr),
+        prs: (0..data.len())
+            .filter(|&p| data.items[p].scope == Scope::Pr && pr_counts(p, data.comments[p].len()))
+            .count(),
         comments: data.count(Scope::Comment),
         rejected: bad_records,
         errored: 0,
@@ -86,7 +98,6 @@ pub fn funnel(
             .copied()
             .filter(|&a| a == s || pipeline.graph.is_ancestor(a, s))
             .collect();
-        let comment_stage_in_chain = chain.iter().any(|&a| pipeline.stages[a].scope == Scope::Comment);
         let pr_in = |p: usize| {
             chain.iter().filter(|&&a| pipeline.stages[a].scope == Scope::Pr).all(|&a| kept(&states[a][p]))
         };
@@ -103,8 +114,7 @@ pub fn funnel(
             }
             let alive = data.comments[p].iter().filter(|&&c| comment_in(c)).count();
             comments += alive;
-            let has_comments = !data.comments[p].is_empty();
-            if (has_comments && alive > 0) || (!has_comments && !comment_stage_in_chain) {
+            if pr_counts(p, alive) {
                 prs += 1;
             }
         }
@@ -148,7 +158,7 @@ pub fn funnel(
         });
     }
     let complete = rows.iter().all(|r| r.errored == 0 && r.pending == 0);
-    Funnel { pipeline: pipeline.name.clone(), complete, funnel: rows }
+    Funnel { pipeline: pipeline.name.clone(), complete, counts_comments, funnel: rows }
 }
 
 impl Funnel {
@@ -164,15 +174,17 @@ impl Funnel {
             );
         }
         let tokens = self.funnel.iter().any(|r| r.prompt_tokens + r.completion_tokens > 0);
-        let _ = write!(out, "| Stage | PRs | Comments | Rejected | Errored | Pending |");
+        let (items, comments) =
+            if self.counts_comments { ("PRs | Comments", "---:|---:|") } else { ("Instances", "---:|") };
+        let _ = write!(out, "| Stage | {items} | Rejected | Errored | Pending |");
         let _ = writeln!(out, "{}", if tokens { " Tokens in | Tokens out |" } else { "" });
-        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|{}", if tokens { "---:|---:|" } else { "" });
+        let _ = writeln!(out, "|---|{comments}---:|---:|---:|{}", if tokens { "---:|---:|" } else { "" });
         for r in &self.funnel {
-            let _ = write!(
-                out,
-                "| {} | {} | {} | {} | {} | {} |",
-                r.title, r.prs, r.comments, r.rejected, r.errored, r.pending
-            );
+            let _ = write!(out, "| {} | {} |", r.title, r.prs);
+            if self.counts_comments {
+                let _ = write!(out, " {} |", r.comments);
+            }
+            let _ = write!(out, " {} | {} | {} |", r.rejected, r.errored, r.pending);
             if tokens {
                 let _ = write!(out, " {} | {} |", r.prompt_tokens, r.completion_tokens);
             }
