@@ -17,6 +17,7 @@ pub mod review;
 pub mod sources;
 pub mod stages;
 pub mod synthesis;
+pub mod text;
 
 pub use curate_engine as engine;
 pub use curate_engine::errors;

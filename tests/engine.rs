@@ -390,7 +390,10 @@ fn the_funnel_counts_prs_that_have_a_comment_and_an_instance_pipeline_counts_ins
     assert_eq!(rows[0], ("ingest".to_string(), 1, 1), "p2 has no comment left");
     assert_eq!(rows[1], ("look".to_string(), 1, 1));
 
-    s.write("q.yaml", "name: g\nsource: {kind: jsonl, path: items.jsonl}\nstages:\n  - id: build\n    kind: noop\n");
+    s.write(
+        "q.yaml",
+        "name: g\nsource: {kind: jsonl, path: items.jsonl}\nstages:\n  - id: build\n    kind: noop\n",
+    );
     s.write("items.jsonl", "{\"id\": \"p1\"}\n{\"id\": \"p2\"}\n");
     assert!(s.curate(&["run", "q.yaml"]).status.success());
     let report = stdout(&s.curate(&["report", "q.yaml"]));

@@ -15,7 +15,6 @@ use crate::context::StageContext;
 use crate::engine::stage::{Meter, TaskError};
 use crate::errors::ConfigError;
 use crate::exec::host::run_shell;
-use crate::exec::sandbox::truncate_middle;
 use crate::llm::prompt::Template;
 use crate::repo::workspace::working_diff;
 
@@ -64,7 +63,7 @@ impl CommandAgent {
             transcript: vec![json!({
                 "command": command,
                 "exit_code": output.exit_code,
-                "output": truncate_middle(&printed, OUTPUT_LIMIT),
+                "output": crate::text::keep_ends(&printed, OUTPUT_LIMIT),
             })],
         })
     }

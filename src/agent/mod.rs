@@ -60,12 +60,14 @@ impl AgentTask {
         let files = self
             .files
             .iter()
-            .map(|(path, text)| format!("{path}:\n```python\n{}\n```", clip_head(text, clip_lines)))
+            .map(|(path, text)| {
+                format!("{path}:\n```python\n{}\n```", crate::text::first_lines(text, clip_lines))
+            })
             .collect::<Vec<_>>()
             .join("\n\n");
         BTreeMap::from([
             ("pr_title", self.pr_title.clone()),
-            ("patch", clip_head(&self.patch, clip_lines)),
+            ("patch", crate::text::first_lines(&self.patch, clip_lines)),
             ("review", review),
             ("files", files),
         ])
@@ -90,14 +92,6 @@ pub fn file_patch(patch: &str, path: &str) -> String {
         }
     }
     if out.is_empty() { patch.to_string() } else { out }
-}
-
-fn clip_head(text: &str, max: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    if lines.len() <= max {
-        return text.trim_end().to_string();
-    }
-    format!("{}\n… {} more lines not shown", lines[..max].join("\n"), lines.len() - max)
 }
 
 /// What the agent did.

@@ -115,7 +115,7 @@ fn tail_lines(text: &str, n: usize) -> String {
         .map(|l| strip_ansi(l).trim().to_string())
         .filter(|l| !l.is_empty() && !docker_own.iter().any(|p| l.starts_with(p)))
         .collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
+    crate::text::last_lines(&lines.join("\n"), n)
 }
 
 /// Makes `tag` from `from` in one layer: a tree copied to `dest` (a directory in the container),

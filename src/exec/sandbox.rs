@@ -69,22 +69,6 @@ pub struct RunResult {
     pub container: String,
 }
 
-/// Keeps the head and the tail: a test's failure summary is at the end, its context at the start.
-pub fn truncate_middle(text: &str, limit: usize) -> String {
-    if text.len() <= limit {
-        return text.to_string();
-    }
-    let mut head = limit / 4;
-    while !text.is_char_boundary(head) {
-        head -= 1;
-    }
-    let mut tail = text.len() - (limit - head);
-    while !text.is_char_boundary(tail) {
-        tail += 1;
-    }
-    format!("{}\n[… {} bytes cut …]\n{}", &text[..head], tail - head, &text[tail..])
-}
-
 fn tar_of(files: &[(String, Vec<u8>)]) -> Result<Vec<u8>, ExecError> {
     let mut builder = tar::Builder::new(Vec::new());
     for (path, bytes) in files {
@@ -179,7 +163,7 @@ async fn run_in(docker: &Docker, id: &str, spec: &RunSpec) -> Result<RunResult, 
             Err(_) => break,
         }
     }
-    let output = truncate_middle(&String::from_utf8_lossy(&output), OUTPUT_LIMIT);
+    let output = crate::text::keep_ends(&String::from_utf8_lossy(&output), OUTPUT_LIMIT);
     Ok(RunResult {
         exit_code: if timed_out { None } else { exit_code },
         timed_out,
@@ -193,16 +177,6 @@ async fn run_in(docker: &Docker, id: &str, spec: &RunSpec) -> Result<RunResult, 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn truncation_keeps_head_and_tail() {
-        let text = format!("{}{}", "a".repeat(100), "z".repeat(100));
-        let cut = truncate_middle(&text, 40);
-        assert!(cut.starts_with("aaaaaaaaaa"));
-        assert!(cut.ends_with(&"z".repeat(30)));
-        assert!(cut.contains("bytes cut"));
-        assert_eq!(truncate_middle("short", 40), "short");
-    }
 
     #[test]
     fn files_are_packed_as_a_tar() {

@@ -156,22 +156,9 @@ fn outcome(code: Option<i32>, stdout: &[u8], stderr: &[u8]) -> Outcome {
                 Some(c) => format!("exit status {c}"),
                 None => "killed by a signal".to_string(),
             };
-            Outcome::Errored { error: format!("{status}: {}", tail(&stderr, 2000)) }
+            Outcome::Errored { error: format!("{status}: {}", crate::text::last_bytes(&stderr, 2000)) }
         }
     }
-}
-
-/// The last `max` bytes of `text`, cut at a character boundary.
-fn tail(text: &str, max: usize) -> &str {
-    let text = text.trim_end();
-    if text.len() <= max {
-        return text;
-    }
-    let mut start = text.len() - max;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    &text[start..]
 }
 
 #[cfg(test)]
@@ -188,11 +175,5 @@ mod tests {
             matches!(outcome(Some(2), b"", b"boom"), Outcome::Errored { error } if error == "exit status 2: boom")
         );
         assert!(matches!(outcome(None, b"", b""), Outcome::Errored { error } if error.contains("signal")));
-    }
-
-    #[test]
-    fn tail_cuts_on_a_char_boundary() {
-        assert_eq!(tail("ééé", 3), "é");
-        assert_eq!(tail("abc\n", 10), "abc");
     }
 }

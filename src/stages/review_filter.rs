@@ -177,11 +177,6 @@ fn parse_verdict(text: &str) -> Result<Verdict, String> {
     Ok(Verdict { keep, category, reason })
 }
 
-fn tail_lines(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
 impl Filter {
     pub fn build(ctx: &StageContext, config: &Config) -> Result<Filter, ConfigError> {
         let template = ctx.template("prompt", &config.prompt, &PLACEHOLDERS)?;
@@ -194,7 +189,7 @@ impl Filter {
         let values = BTreeMap::from([
             ("pr_title", fields.pr_title.to_string()),
             ("path", fields.path.to_string()),
-            ("diff_hunk", tail_lines(fields.diff_hunk, HUNK_LINES)),
+            ("diff_hunk", crate::text::last_lines(fields.diff_hunk, HUNK_LINES)),
             ("comment", fields.comment.trim().to_string()),
         ]);
         let mut messages = self.template.render(&values);

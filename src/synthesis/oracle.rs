@@ -139,9 +139,7 @@ pub fn judge(reviewed: &TestRun, fixed: &TestRun, project: &[String]) -> Result<
 /// what changes from run to run (durations, addresses) replaced, so the same failure gives the same
 /// prompt and recorded answers replay.
 pub fn for_feedback(output: &str, max_lines: usize) -> String {
-    let lines: Vec<&str> = output.lines().collect();
-    let tail = &lines[lines.len().saturating_sub(max_lines)..];
-    tail.iter().map(|l| stable_line(l)).collect::<Vec<_>>().join("\n")
+    crate::text::last_lines(output, max_lines).lines().map(stable_line).collect::<Vec<_>>().join("\n")
 }
 
 fn stable_line(line: &str) -> String {
