@@ -128,6 +128,19 @@ impl Mirrors {
     }
 }
 
+/// A diff as the text of a unified patch.
+pub(crate) fn patch_text(diff: &git2::Diff) -> Result<String, git2::Error> {
+    let mut out = Vec::new();
+    diff.print(DiffFormat::Patch, |_, _, line| {
+        if matches!(line.origin(), '+' | '-' | ' ') {
+            out.push(line.origin() as u8);
+        }
+        out.extend_from_slice(line.content());
+        true
+    })?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
 fn resolve(repo: &Repository, commit: &str) -> Result<Oid, git2::Error> {
     Ok(repo.revparse_single(commit)?.peel_to_commit()?.id())
 }
@@ -236,16 +249,7 @@ impl Mirror {
         }
         let diff =
             self.repo.diff_tree_to_tree(Some(&a), Some(&b), Some(&mut options)).map_err(|e| self.git(e))?;
-        let mut out = Vec::new();
-        diff.print(DiffFormat::Patch, |_, _, line| {
-            if matches!(line.origin(), '+' | '-' | ' ') {
-                out.push(line.origin() as u8);
-            }
-            out.extend_from_slice(line.content());
-            true
-        })
-        .map_err(|e| self.git(e))?;
-        Ok(String::from_utf8_lossy(&out).into_owned())
+        patch_text(&diff).map_err(|e| self.git(e))
     }
 
     /// What became of `path` between two commits, with rename detection.

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use git2::{DiffFormat, DiffOptions, IndexAddOption, Repository, Signature, Time};
+use git2::{DiffOptions, IndexAddOption, Repository, Signature, Time};
 
 use super::mirror::{Mirror, RepoError};
 
@@ -95,16 +95,7 @@ pub fn working_diff(dir: &Path) -> Result<String, RepoError> {
     let mut options = DiffOptions::new();
     options.include_untracked(true).recurse_untracked_dirs(true).show_untracked_content(true);
     let diff = repo.diff_tree_to_workdir(Some(&head), Some(&mut options)).map_err(|e| git(dir, e))?;
-    let mut out = Vec::new();
-    diff.print(DiffFormat::Patch, |_, _, line| {
-        if matches!(line.origin(), '+' | '-' | ' ') {
-            out.push(line.origin() as u8);
-        }
-        out.extend_from_slice(line.content());
-        true
-    })
-    .map_err(|e| git(dir, e))?;
-    Ok(String::from_utf8_lossy(&out).into_owned())
+    super::mirror::patch_text(&diff).map_err(|e| git(dir, e))
 }
 
 /// Applies a unified diff (as [`working_diff`] gives it) to the files in `dir`.

@@ -66,18 +66,15 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         return Err(ConfigError::new("attempts", "must be at least 1"));
     }
     let built = config.agent.build(ctx)?;
+    let stage = adapt(Validation {
+        agent: built.agent,
+        mirrors: ctx.mirrors.clone(),
+        docker: LazyDocker::default(),
+        attempts: config.attempts,
+        timeout: Duration::from_secs(config.timeout_secs),
+    });
+    // 2: the built-in agent also reads unified diffs and whole files.
     Ok(StageDef {
-        stage: adapt(Validation {
-            agent: built.agent,
-            mirrors: ctx.mirrors.clone(),
-            docker: LazyDocker::default(),
-            attempts: config.attempts,
-            timeout: Duration::from_secs(config.timeout_secs),
-        }),
-        // 2: the built-in agent also reads unified diffs and whole files.
-        version: 2,
-        scope: Scope::Comment,
-        resource: Resource::Llm,
         side_effects: true,
         files: built.files,
         fingerprint_extra: built.fingerprint,
@@ -85,6 +82,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         unhashed: &["agent.llm"],
         provides: Some(contract::Validation::NAME),
         requires: vec![contract::Test::NAME, CommentContext::NAME, Environment::NAME],
+        ..StageDef::new(stage, 2, Scope::Comment, Resource::Llm)
     })
 }
 

@@ -39,17 +39,11 @@ struct CommentContext {
 
 pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
     let config: Config = parse_config(config)?;
+    let stage =
+        Arc::new(CommentContext { mirrors: ctx.mirrors.clone(), context_lines: config.context_lines });
     Ok(StageDef {
-        stage: Arc::new(CommentContext { mirrors: ctx.mirrors.clone(), context_lines: config.context_lines }),
-        version: 1,
-        scope: Scope::Comment,
-        resource: Resource::Cpu,
-        side_effects: false,
-        files: Vec::new(),
-        fingerprint_extra: Value::Null,
-        unhashed: &[],
         provides: Some(contract::CommentContext::NAME),
-        requires: Vec::new(),
+        ..StageDef::new(stage, 1, Scope::Comment, Resource::Cpu)
     })
 }
 

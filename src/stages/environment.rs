@@ -50,21 +50,15 @@ struct Environment {
 
 pub fn build_stage(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
     let config: Config = parse_config(config)?;
+    let stage = adapt(Environment {
+        mirrors: ctx.mirrors.clone(),
+        docker: LazyDocker::default(),
+        verify_timeout: Duration::from_secs(config.verify_timeout_secs),
+    });
     Ok(StageDef {
-        stage: adapt(Environment {
-            mirrors: ctx.mirrors.clone(),
-            docker: LazyDocker::default(),
-            verify_timeout: Duration::from_secs(config.verify_timeout_secs),
-        }),
-        version: 2,
-        scope: Scope::Pr,
-        resource: Resource::Docker,
         side_effects: true,
-        files: Vec::new(),
-        fingerprint_extra: Value::Null,
-        unhashed: &[],
         provides: Some(contract::Environment::NAME),
-        requires: Vec::new(),
+        ..StageDef::new(stage, 2, Scope::Pr, Resource::Docker)
     })
 }
 

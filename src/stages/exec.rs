@@ -45,21 +45,15 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     if config.timeout_secs == Some(0) {
         return Err(ConfigError::new("timeout_secs", "the timeout must be at least 1 second"));
     }
+    let stage = Arc::new(Exec {
+        command: config.command.into(),
+        dir: ctx.dir.to_path_buf(),
+        timeout: config.timeout_secs.map(Duration::from_secs),
+    });
     Ok(StageDef {
-        stage: Arc::new(Exec {
-            command: config.command.into(),
-            dir: ctx.dir.to_path_buf(),
-            timeout: config.timeout_secs.map(Duration::from_secs),
-        }),
-        version: 1,
-        scope: Scope::Pr,
-        resource: Resource::Cpu,
         side_effects: true,
-        files: Vec::new(),
-        fingerprint_extra: Value::Null,
         unhashed: &["timeout_secs"],
-        provides: None,
-        requires: Vec::new(),
+        ..StageDef::new(stage, 1, Scope::Pr, Resource::Cpu)
     })
 }
 

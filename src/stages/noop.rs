@@ -20,18 +20,7 @@ struct Noop;
 
 pub fn build(_ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
     let Config {} = parse_config(config)?;
-    Ok(StageDef {
-        stage: Arc::new(Noop),
-        version: 1,
-        scope: Scope::Pr,
-        resource: Resource::Cpu,
-        side_effects: false,
-        files: Vec::new(),
-        fingerprint_extra: Value::Null,
-        unhashed: &[],
-        provides: None,
-        requires: Vec::new(),
-    })
+    Ok(StageDef::new(Arc::new(Noop), 1, Scope::Pr, Resource::Cpu))
 }
 
 impl Stage for Noop {

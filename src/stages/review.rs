@@ -103,17 +103,13 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         _ => Resource::Llm,
     };
     Ok(StageDef {
-        stage: adapt(Review { name, reviewer }),
-        version: 1,
-        scope: Scope::Pr,
-        resource,
         side_effects: !matches!(resource, Resource::Cpu),
         files,
         fingerprint_extra: fingerprint,
         // The model's settings that change answers are in the fingerprint.
         unhashed: &["reviewer.llm"],
         provides: Some(contract::Review::NAME),
-        requires: Vec::new(),
+        ..StageDef::new(adapt(Review { name, reviewer }), 1, Scope::Pr, resource)
     })
 }
 

@@ -228,17 +228,13 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     let filter = Filter::build(ctx, &config)?;
     let fingerprint = filter.llm.settings.fingerprint();
     Ok(StageDef {
-        stage: Arc::new(ReviewFilter { filter: Arc::new(filter) }),
-        version: 1,
-        scope: Scope::Comment,
-        resource: Resource::Llm,
         side_effects: true,
         files: vec![config.prompt.to_string_lossy().into_owned()],
         fingerprint_extra: fingerprint,
         // The model's settings that change answers are in the fingerprint.
         unhashed: &["llm"],
         provides: Some(contract::FilterVerdict::NAME),
-        requires: Vec::new(),
+        ..StageDef::new(Arc::new(ReviewFilter { filter: Arc::new(filter) }), 1, Scope::Comment, Resource::Llm)
     })
 }
 

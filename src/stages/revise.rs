@@ -33,12 +33,8 @@ struct Revise {
 pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
     let config: Config = parse_config(config)?;
     let built = config.agent.build(ctx)?;
+    // 2: the built-in agent also reads unified diffs and whole files.
     Ok(StageDef {
-        stage: adapt(Revise { agent: built.agent, mirrors: ctx.mirrors.clone() }),
-        // 2: the built-in agent also reads unified diffs and whole files.
-        version: 2,
-        scope: Scope::Pr,
-        resource: Resource::Llm,
         side_effects: true,
         files: built.files,
         fingerprint_extra: built.fingerprint,
@@ -46,6 +42,12 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         unhashed: &["agent.llm"],
         provides: Some(Revision::NAME),
         requires: vec![contract::Review::NAME],
+        ..StageDef::new(
+            adapt(Revise { agent: built.agent, mirrors: ctx.mirrors.clone() }),
+            2,
+            Scope::Pr,
+            Resource::Llm,
+        )
     })
 }
 

@@ -43,21 +43,16 @@ struct Score {
 
 pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
     let config: Config = parse_config(config)?;
+    let stage = adapt(Score {
+        mirrors: ctx.mirrors.clone(),
+        docker: LazyDocker::default(),
+        timeout: Duration::from_secs(config.timeout_secs),
+    });
     Ok(StageDef {
-        stage: adapt(Score {
-            mirrors: ctx.mirrors.clone(),
-            docker: LazyDocker::default(),
-            timeout: Duration::from_secs(config.timeout_secs),
-        }),
-        version: 1,
-        scope: Scope::Pr,
-        resource: Resource::Docker,
         side_effects: true,
-        files: Vec::new(),
-        fingerprint_extra: Value::Null,
-        unhashed: &[],
         provides: Some(contract::Score::NAME),
         requires: vec![contract::Revision::NAME],
+        ..StageDef::new(stage, 1, Scope::Pr, Resource::Docker)
     })
 }
 

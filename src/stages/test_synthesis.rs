@@ -108,23 +108,20 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     let settings = ctx.llm.merged(&config.llm).settings();
     let llm = Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("llm", e))?;
     let fingerprint = llm.settings.fingerprint();
+    let stage = adapt(Synthesis {
+        llm,
+        prompt,
+        feedback,
+        mirrors: ctx.mirrors.clone(),
+        docker: LazyDocker::default(),
+        max_attempts: config.max_attempts,
+        repeats: config.repeats,
+        timeout: Duration::from_secs(config.timeout_secs),
+        file_lines: config.file_lines,
+    });
+    // 2: an import error on both sides is judged a broken import. 3: a cut-off answer with no
+    // complete test is told so.
     Ok(StageDef {
-        stage: adapt(Synthesis {
-            llm,
-            prompt,
-            feedback,
-            mirrors: ctx.mirrors.clone(),
-            docker: LazyDocker::default(),
-            max_attempts: config.max_attempts,
-            repeats: config.repeats,
-            timeout: Duration::from_secs(config.timeout_secs),
-            file_lines: config.file_lines,
-        }),
-        // 2: an import error on both sides is judged a broken import. 3: a cut-off answer with no
-        // complete test is told so.
-        version: 3,
-        scope: Scope::Comment,
-        resource: Resource::Llm,
         side_effects: true,
         files: vec![
             config.prompt.to_string_lossy().into_owned(),
@@ -135,6 +132,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         unhashed: &["llm"],
         provides: Some(contract::Test::NAME),
         requires: vec![contract::CommentContext::NAME, contract::Environment::NAME],
+        ..StageDef::new(stage, 3, Scope::Comment, Resource::Llm)
     })
 }
 

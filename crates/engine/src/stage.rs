@@ -46,6 +46,25 @@ pub struct StageDef {
     pub requires: Vec<&'static str>,
 }
 
+impl StageDef {
+    /// A stage with no files, settings, contracts or side effects; set those that apply on top
+    /// (`StageDef { provides: ..., ..StageDef::new(...) }`).
+    pub fn new(stage: Arc<dyn Stage>, version: u32, scope: Scope, resource: Resource) -> StageDef {
+        StageDef {
+            stage,
+            version,
+            scope,
+            resource,
+            side_effects: false,
+            files: Vec::new(),
+            fingerprint_extra: Value::Null,
+            unhashed: &[],
+            provides: None,
+            requires: Vec::new(),
+        }
+    }
+}
+
 /// Token usage of one task.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
