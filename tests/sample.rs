@@ -93,7 +93,9 @@ fn comments_that_cannot_be_placed_are_rejected_with_their_reason() {
 #[test]
 fn an_unreachable_repository_is_an_error_to_retry_not_a_rejection() {
     let s = Scratch::new();
-    pipeline(&s, &root().join("sample/swe-care.jsonl"), &s.path("no-mirrors-here"));
+    // A URL, not a local directory: whether it answers is for the next run to find out.
+    let unreachable = format!("file://{}", s.path("no-mirrors-here").display());
+    pipeline(&s, &root().join("sample/swe-care.jsonl"), Path::new(&unreachable));
     let out = s.curate(&["run", "ccrab.yaml", "--limit", "1"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("cannot get curate-sample/"), "{}", stderr(&out));
