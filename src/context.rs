@@ -1,23 +1,18 @@
-//! What curation adds to the engine: the pipeline's `defaults` beyond concurrency (the cache, where
-//! repositories come from, the model), the shared things built from them, and the registries of
-//! source and stage kinds, plugged into the engine through [`Plugins`].
+//! What the stages, sources and agents of one pipeline share: curation's `defaults` beyond
+//! concurrency (the cache, where repositories come from, the model) and what is built from them.
+//! [`crate::curation`] plugs the kinds that use it into the engine.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Deserialize;
-use serde_yaml::Mapping;
 
 use crate::engine::errors::{ConfigError, SpecError};
-use crate::engine::pipeline::{Pipeline, pipeline_dir};
-use crate::engine::plugins::Plugins;
-use crate::engine::source::Source;
+use crate::engine::pipeline::pipeline_dir;
 use crate::engine::spec::{PipelineSpec, parse_config};
-use crate::engine::stage::StageDef;
 use crate::llm::LlmSpec;
 use crate::llm::prompt::Template;
 use crate::repo::Mirrors;
-use crate::{sources, stages};
 
 /// `defaults:` keys that curation owns.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -65,19 +60,10 @@ pub struct Context {
     pub llm: LlmSpec,
 }
 
-/// A curation pipeline, checked, and the context its stages were built with.
-pub fn load(file: &Path) -> Result<(Pipeline, Context), SpecError> {
-    let text = Pipeline::read(file)?;
-    let spec = PipelineSpec::parse(file, &text)?;
-    let context = Context::from_spec(file, &text, &spec)?;
-    let pipeline = Pipeline::from_spec(file, &text, spec, &context)?;
-    Ok((pipeline, context))
-}
-
 impl Context {
     /// Reads curation's `defaults` of a parsed pipeline (`text` is what it was parsed from, for
-    /// error positions). A program that adds its own kinds wraps this context in a [`Plugins`] of
-    /// its own that falls back to it.
+    /// error positions). A program that adds its own kinds wraps this context in a `Plugins` of
+    /// its own that falls back to [`crate::curation::Curation`].
     pub fn from_spec(file: &Path, text: &str, spec: &PipelineSpec) -> Result<Context, SpecError> {
         let defaults: Defaults = parse_config(&spec.defaults.other).map_err(|e| {
             let key = e.key.map_or("defaults".into(), |k| format!("defaults.{k}"));
@@ -85,31 +71,16 @@ impl Context {
         })?;
         let dir = pipeline_dir(file);
         let cache = dir.join(defaults.cache.unwrap_or_else(|| PathBuf::from("cache")));
-        let mirrors = Arc::new(Mirrors::new(&defaults.repos.url, &dir, &cache));
+        // CURATE_REPOS_URL points a pipeline at other mirrors (a directory of local ones, offline)
+        // without editing it; where repositories come from changes no result.
+        let url = std::env::var("CURATE_REPOS_URL").ok().filter(|u| !u.is_empty());
+        let mirrors = Arc::new(Mirrors::new(url.as_deref().unwrap_or(&defaults.repos.url), &dir, &cache));
         Ok(Context { dir, cache, mirrors, llm: defaults.llm })
     }
 
     /// What stage `id`'s build function is given.
     pub fn for_stage<'a>(&'a self, id: &'a str) -> StageContext<'a> {
         StageContext { dir: &self.dir, id, mirrors: &self.mirrors, llm: &self.llm, cache: &self.cache }
-    }
-}
-
-impl Plugins for Context {
-    fn source_kinds(&self) -> Vec<&'static str> {
-        sources::kinds().collect()
-    }
-
-    fn source(&self, kind: &str, config: &Mapping) -> Option<Result<Box<dyn Source>, ConfigError>> {
-        sources::build(kind, &sources::SourceContext { dir: &self.dir }, config)
-    }
-
-    fn stage_kinds(&self) -> Vec<&'static str> {
-        stages::kinds().collect()
-    }
-
-    fn stage(&self, id: &str, kind: &str, config: &Mapping) -> Option<Result<StageDef, ConfigError>> {
-        stages::build(kind, &self.for_stage(id), config)
     }
 }
 

@@ -7,10 +7,12 @@
 pub mod agent;
 pub mod commands;
 pub mod context;
+pub mod curation;
 pub mod environment;
 pub mod exec;
 pub mod export;
 pub mod llm;
+pub mod record;
 pub mod repo;
 pub mod report;
 pub mod review;

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use common::{Scratch, root};
 use curate::context::Context;
+use curate::curation::Curation;
 use curate::engine::errors::ConfigError;
 use curate::engine::events::Silent;
 use curate::engine::flow::{Flow, TaskState};
@@ -55,7 +56,7 @@ fn line_count() -> StageDef {
 }
 
 /// Curation's kinds plus one.
-struct Extended(Context);
+struct Extended(Curation);
 
 impl Plugins for Extended {
     fn source_kinds(&self) -> Vec<&'static str> {
@@ -86,7 +87,7 @@ fn load(s: &Scratch, needs: &str) -> Result<Pipeline, String> {
     );
     let file = s.write("ext.yaml", &text);
     let spec = PipelineSpec::parse(&file, &text).map_err(|e| e.to_string())?;
-    let plugins = Extended(Context::from_spec(&file, &text, &spec).map_err(|e| e.to_string())?);
+    let plugins = Extended(Curation(Context::from_spec(&file, &text, &spec).map_err(|e| e.to_string())?));
     Pipeline::from_spec(&file, &text, spec, &plugins).map_err(|e| e.to_string())
 }
 

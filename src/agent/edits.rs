@@ -20,7 +20,7 @@
 
 use std::path::Path;
 
-use crate::sources::record::check_repo_path;
+use crate::record::check_repo_path;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Edit {

@@ -186,7 +186,7 @@ fn tally(comments: &[GoldComment], results: Vec<Result<Judgement, String>>) -> T
 }
 
 pub fn gold(path: &Path, stage: Option<&str>) -> Result<u8, Failure> {
-    let (pipeline, context) = crate::context::load(path)?;
+    let (pipeline, context) = crate::curation::load(path)?;
     let plan = pipeline
         .stages
         .iter()

@@ -39,7 +39,7 @@ pub fn validate(path: &Path) -> Result<u8, Failure> {
 }
 
 pub fn graph(path: &Path, format: GraphFormat) -> Result<u8, Failure> {
-    let (pipeline, _) = crate::context::load(path)?;
+    let (pipeline, _) = crate::curation::load(path)?;
     print!(
         "{}",
         match format {

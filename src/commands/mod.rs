@@ -73,7 +73,7 @@ struct Loaded {
 const PROBLEMS_SHOWN: usize = 20;
 
 fn load(path: &Path, sel: &Selection) -> Result<Loaded, Failure> {
-    let (pipeline, context) = crate::context::load(path)?;
+    let (pipeline, context) = crate::curation::load(path)?;
     let ingest = pipeline.source.load()?;
     if sel.strict && !ingest.problems.is_empty() {
         return Err(

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::engine::flow::{Flow, TaskState};
 use crate::engine::item::Scope;
-use crate::sources::record::{PullRequest, ReviewComment};
+use crate::record::{PullRequest, ReviewComment};
 use crate::stages::contract::{self, Contract};
 use stats::{InstanceFacts, Stats, modified_lines};
 

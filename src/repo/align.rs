@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use crate::sources::record::ReviewComment;
+use crate::record::ReviewComment;
 
 /// Which side of the diff the comment is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -11,9 +11,9 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use crate::engine::flow::{Flow, TaskState};
+use crate::record::PullRequest;
 use crate::review::similarity::Similarity;
 use crate::review::{Finding, nearest};
-use crate::sources::record::PullRequest;
 use crate::stages::contract::{self, Contract};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

@@ -12,12 +12,12 @@ use serde_json::{Map, Value, json};
 use serde_yaml::Mapping;
 
 use super::lines::{Line, json_lines, problem, typed};
-use super::record::{PullRequest, check_repo_path};
 use super::{Ingest, Source, SourceContext};
 use crate::engine::item::Item;
 use crate::engine::spec::parse_config;
 use crate::environment::rebuild::ExportedEnvironment;
 use crate::errors::{ConfigError, SourceError};
+use crate::record::{PullRequest, check_repo_path};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -11,7 +11,6 @@ use crate::errors::ConfigError;
 pub mod benchmark;
 pub mod jsonl;
 pub mod lines;
-pub mod record;
 pub mod swe_care;
 pub mod swe_prbench;
 

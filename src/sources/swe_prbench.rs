@@ -10,11 +10,11 @@ use serde_json::{Map, Value};
 use serde_yaml::Mapping;
 
 use super::lines::{Line, config_file, json_lines, problem, typed};
-use super::record::{PullRequest, ReviewComment, check_repo_path};
 use super::{Ingest, Source, SourceContext};
 use crate::engine::item::Item;
 use crate::engine::spec::parse_config;
 use crate::errors::{ConfigError, Problem, SourceError};
+use crate::record::{PullRequest, ReviewComment, check_repo_path};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -23,9 +23,9 @@ use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
 use crate::exec::docker::LazyDocker;
 use crate::exec::testrun::{Verdict, run_test};
+use crate::record::PullRequest;
 use crate::repo::Mirrors;
 use crate::repo::workspace::history_free_copy;
-use crate::sources::record::PullRequest;
 use crate::synthesis::oracle::for_feedback;
 
 #[derive(Deserialize)]

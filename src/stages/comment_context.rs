@@ -16,9 +16,9 @@ use crate::engine::item::{Outcome, Scope};
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
+use crate::record::{PullRequest, ReviewComment};
 use crate::repo::align::{align, window};
 use crate::repo::{Mirrors, PathFate, RepoError};
-use crate::sources::record::{PullRequest, ReviewComment};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

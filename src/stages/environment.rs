@@ -27,8 +27,8 @@ use crate::exec::docker::LazyDocker;
 use crate::exec::docker::image_exists;
 use crate::exec::sandbox::run;
 use crate::exec::testrun::{REPO, env_spec, tree_files};
+use crate::record::PullRequest;
 use crate::repo::{Mirrors, RepoError, working_files};
-use crate::sources::record::PullRequest;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -6,7 +6,7 @@ use serde_yaml::Mapping;
 pub use crate::context::StageContext;
 pub use crate::engine::stage::{AsyncStage, Meter, Stage, StageDef, TaskError, TaskFuture, TaskInput, adapt};
 use crate::errors::ConfigError;
-use crate::sources::record::{PullRequest, ReviewComment};
+use crate::record::{PullRequest, ReviewComment};
 
 pub mod agent_validation;
 pub mod comment_context;

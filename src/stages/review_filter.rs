@@ -22,7 +22,7 @@ use crate::llm::client::Llm;
 use crate::llm::json::extract_object;
 use crate::llm::prompt::Template;
 use crate::llm::{LlmError, LlmSpec, Message, Usage};
-use crate::sources::record::{PullRequest, ReviewComment};
+use crate::record::{PullRequest, ReviewComment};
 
 /// The paper's ten review categories.
 pub const CATEGORIES: [&str; 10] = [

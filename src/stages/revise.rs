@@ -77,8 +77,7 @@ impl AsyncStage for Revise {
         // The files the comments are on, as they are at the reviewed commit.
         let mut shown: Vec<(String, String)> = Vec::new();
         for path in comments.iter().filter_map(|c| c.path.as_deref()) {
-            if shown.iter().any(|(p, _)| p == path) || crate::sources::record::check_repo_path(path).is_err()
-            {
+            if shown.iter().any(|(p, _)| p == path) || crate::record::check_repo_path(path).is_err() {
                 continue;
             }
             if let Ok(text) = std::fs::read_to_string(copy.join(path)) {
