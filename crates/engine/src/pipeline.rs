@@ -75,60 +75,9 @@ impl Pipeline {
     ) -> Result<Pipeline, SpecError> {
         let dir = pipeline_dir(file);
         let err = |key: String, message: String| SpecError::at(file, text, key, message);
-
-        if spec.name.is_empty() || !spec.name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        {
-            return Err(err(
-                "name".into(),
-                format!("`{}` cannot name a state directory; use letters, digits, `-`, `_`, `.`", spec.name),
-            ));
-        }
-        for (r, n) in &spec.defaults.concurrency {
-            if *n == 0 {
-                return Err(err(format!("defaults.concurrency.{r}"), "a limit must be at least 1".into()));
-            }
-        }
-        if spec.stages.is_empty() {
-            return Err(err("stages".into(), "the pipeline has no stages".into()));
-        }
-
-        let source = match plugins.source(&spec.source.kind, &spec.source.config) {
-            None => {
-                let known = plugins.source_kinds();
-                return Err(err(
-                    "source.kind".into(),
-                    format!("unknown source kind `{}`; known kinds: {}", spec.source.kind, known.join(", ")),
-                ));
-            }
-            Some(Err(e)) => {
-                let key = e.key.map_or("source".into(), |k| format!("source.{k}"));
-                return Err(err(key, e.message));
-            }
-            Some(Ok(source)) => source,
-        };
-
-        let index = stage_index(&spec.stages, &err)?;
-        let mut needs = Vec::with_capacity(spec.stages.len());
-        for (i, stage) in spec.stages.iter().enumerate() {
-            let mut resolved = Vec::new();
-            for (j, need) in stage.needs.iter().enumerate() {
-                match index.get(need.as_str()) {
-                    Some(&u) => resolved.push(u),
-                    None => {
-                        let key = if stage.needs.len() == 1 {
-                            format!("stages[{i}].needs")
-                        } else {
-                            format!("stages[{i}].needs[{j}]")
-                        };
-                        return Err(err(
-                            key,
-                            format!("stage `{}` needs `{need}`, which no stage defines", stage.id),
-                        ));
-                    }
-                }
-            }
-            needs.push(resolved);
-        }
+        check_top_level(&spec, &err)?;
+        let source = build_source(&spec, plugins, &err)?;
+        let needs = resolve_needs(&spec.stages, &err)?;
         let graph = StageGraph::new(&needs).map_err(|cycle| {
             let names: Vec<&str> = cycle.iter().map(|&s| spec.stages[s].id.as_str()).collect();
             err(
@@ -174,6 +123,71 @@ impl Pipeline {
     pub fn order(&self) -> &[usize] {
         self.graph.order()
     }
+}
+
+/// The pipeline's name (it names the state directory), its limits, and that it has stages.
+fn check_top_level(spec: &PipelineSpec, err: &impl Fn(String, String) -> SpecError) -> Result<(), SpecError> {
+    if spec.name.is_empty() || !spec.name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+        return Err(err(
+            "name".into(),
+            format!("`{}` cannot name a state directory; use letters, digits, `-`, `_`, `.`", spec.name),
+        ));
+    }
+    for (r, n) in &spec.defaults.concurrency {
+        if *n == 0 {
+            return Err(err(format!("defaults.concurrency.{r}"), "a limit must be at least 1".into()));
+        }
+    }
+    if spec.stages.is_empty() {
+        return Err(err("stages".into(), "the pipeline has no stages".into()));
+    }
+    Ok(())
+}
+
+fn build_source(
+    spec: &PipelineSpec,
+    plugins: &dyn Plugins,
+    err: &impl Fn(String, String) -> SpecError,
+) -> Result<Box<dyn Source>, SpecError> {
+    match plugins.source(&spec.source.kind, &spec.source.config) {
+        None => {
+            let known = plugins.source_kinds();
+            Err(err(
+                "source.kind".into(),
+                format!("unknown source kind `{}`; known kinds: {}", spec.source.kind, known.join(", ")),
+            ))
+        }
+        Some(Err(e)) => {
+            let key = e.key.map_or("source".into(), |k| format!("source.{k}"));
+            Err(err(key, e.message))
+        }
+        Some(Ok(source)) => Ok(source),
+    }
+}
+
+/// Each stage's `needs`, as indices of the stages named; a name no stage has is an error at it.
+fn resolve_needs(
+    stages: &[StageSpec],
+    err: &impl Fn(String, String) -> SpecError,
+) -> Result<Vec<Vec<usize>>, SpecError> {
+    let index = stage_index(stages, err)?;
+    let mut needs = Vec::with_capacity(stages.len());
+    for (i, stage) in stages.iter().enumerate() {
+        let mut resolved = Vec::new();
+        for (j, need) in stage.needs.iter().enumerate() {
+            let Some(&u) = index.get(need.as_str()) else {
+                let key = if stage.needs.len() == 1 {
+                    format!("stages[{i}].needs")
+                } else {
+                    format!("stages[{i}].needs[{j}]")
+                };
+                return Err(err(key, format!("stage `{}` needs `{need}`, which no stage defines", stage.id)));
+            };
+            resolved.push(u);
+        }
+        needs.push(resolved);
+    }
+    Ok(needs)
 }
 
 /// Removes the key at a dotted `path` (`agent.llm`) from a config mapping, if it is there.
