@@ -151,3 +151,44 @@ pub struct Score {
 impl Contract for Score {
     const NAME: &'static str = "score";
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::engine::item::Item;
+
+    fn input(review: Value) -> TaskInput {
+        TaskInput {
+            stage: "revise".into(),
+            item: Arc::new(Item::pr("p", json!({}))),
+            pr: None,
+            upstream: BTreeMap::from([("human".to_string(), review)]),
+            providers: Arc::new(BTreeMap::from([(Review::NAME, Arc::from("human"))])),
+            meter: Arc::default(),
+        }
+    }
+
+    #[test]
+    fn a_malformed_review_is_an_error_not_a_review_that_said_nothing() {
+        let good =
+            json!({"reviewer": "h", "comments": [{"path": "a.py", "line": 3, "body": "x"}], "failure": null});
+        let read: Review = upstream(&input(good)).unwrap();
+        assert_eq!(read.comments.len(), 1);
+        let bad = json!({"reviewer": "h", "comments": "three remarks", "failure": null});
+        let Err(TaskError::Infra(e)) = upstream::<Review>(&input(bad)) else { panic!("read as a review") };
+        assert!(e.to_string().contains("the upstream `review` output does not read as one"), "{e}");
+    }
+
+    #[test]
+    fn a_contract_no_need_provides_is_an_error_naming_it() {
+        let mut i = input(json!({}));
+        i.providers = Arc::default();
+        let Err(TaskError::Infra(e)) = upstream::<Review>(&i) else { panic!("found a review") };
+        assert_eq!(e.to_string(), "stage `revise` got no `review` output from its `needs`");
+    }
+}

@@ -56,6 +56,43 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     })
 }
 
+/// The verdict of a test that did not run because the revision did not apply.
+pub const NOT_APPLIED: &str = "not_applied";
+
+impl Score {
+    /// An image this machine lacks is made again from the export's Dockerfiles, on a real checkout
+    /// of the reviewed commit, as the environment stage built it (a build that reads the version
+    /// from git needs the history, which the history-free copy lacks).
+    async fn ensure_image(
+        &self,
+        docker: &bollard::Docker,
+        pr: &crate::record::PullRequest,
+        bench: &Value,
+        image: &str,
+        work: &std::path::Path,
+    ) -> Result<(), TaskError> {
+        if image_exists(docker, image).await? {
+            return Ok(());
+        }
+        let exported: Option<ExportedEnvironment> =
+            serde_json::from_value(bench["rebuild"].clone()).map_err(|e| e.to_string())?;
+        let exported = exported.ok_or_else(|| {
+            TaskError::reject(format!(
+                "the instance's image `{image}` is not here and the export has no Dockerfiles to make it"
+            ))
+        })?;
+        let tree = work.join("tree");
+        let (mirrors, repo, head, dest) =
+            (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone(), tree.clone());
+        tokio::task::spawn_blocking(move || mirrors.open(&repo, &[&head])?.materialize(&head, &dest))
+            .await
+            .map_err(|e| format!("the git worker failed: {e}"))?
+            .map_err(|e| e.to_string())?;
+        rebuild::ensure(docker, &exported, &tree).await?;
+        Ok(())
+    }
+}
+
 impl AsyncStage for Score {
     async fn run(&self, input: TaskInput) -> Result<Value, TaskError> {
         let pr = pr_record(&input)?;
@@ -70,54 +107,38 @@ impl AsyncStage for Score {
             .ok_or_else(|| TaskError::reject("the instance names no image (`environment.image`)"))?
             .to_string();
         let revision: Revision = contract::upstream(&input)?;
-        let patch = revision.patch.clone();
-        let docker = self.docker.get().await?;
         let work = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
         let copy = work.path().join("repo");
         history_free_copy(self.mirrors.clone(), &pr.repo, &pr.head_commit, &copy).await?;
-        // An image this machine lacks is made again from the export's Dockerfiles, on a real
-        // checkout of the reviewed commit, as the environment stage built it (a build that reads
-        // the version from git needs the history, which the history-free copy above lacks).
-        if !image_exists(&docker, &image).await.map_err(|e| e.to_string())? {
-            let exported: Option<ExportedEnvironment> =
-                serde_json::from_value(bench["rebuild"].clone()).map_err(|e| e.to_string())?;
-            let exported = exported.ok_or_else(|| {
-                format!(
-                    "the instance's image `{image}` is not here and the export has no Dockerfiles to make it"
-                )
-            })?;
-            let tree = work.path().join("tree");
-            let (mirrors, repo, head, dest) =
-                (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone(), tree.clone());
-            tokio::task::spawn_blocking(move || mirrors.open(&repo, &[&head])?.materialize(&head, &dest))
-                .await
-                .map_err(|e| format!("the git worker failed: {e}"))?
-                .map_err(|e| e.to_string())?;
-            rebuild::ensure(&docker, &exported, &tree).await?;
-        }
-        // A revision that does not apply is a result (it passes nothing), not an error.
-        let (dir, diff) = (copy.clone(), patch.clone());
+        // A revision that does not apply is a result (it passes nothing), not an error; its tests
+        // need not run, and are recorded as not run rather than as broken.
+        let (dir, diff) = (copy.clone(), revision.patch.clone());
         let applied =
             tokio::task::spawn_blocking(move || apply_patch(&dir, &diff).map_err(|e| e.to_string()))
                 .await
                 .map_err(|e| format!("the git worker failed: {e}"))?;
         let mut results = Vec::new();
         let mut passed = 0;
-        for t in &tests {
-            // A revision that does not apply passes nothing; the tests need not run.
-            let verdict = if applied.is_ok() {
+        if let Err(why) = &applied {
+            for t in &tests {
+                results.push(json!({
+                    "comment": t.comment, "kind": t.kind, "category": t.category, "passed": false,
+                    "verdict": NOT_APPLIED, "why": why,
+                }));
+            }
+        } else {
+            let docker = self.docker.get().await?;
+            self.ensure_image(&docker, &pr, bench, &image, work.path()).await?;
+            for t in &tests {
                 let run = run_test(&docker, &image, &copy, (&t.file, &t.code), self.timeout)
                     .await
                     .map_err(|e| e.to_string())?;
-                run.verdict
-            } else {
-                Verdict::CollectionError
-            };
-            let ok = verdict == Verdict::Passed;
-            passed += usize::from(ok);
-            results.push(json!({
-                "comment": t.comment, "kind": t.kind, "category": t.category, "passed": ok, "verdict": verdict,
-            }));
+                let ok = run.verdict == Verdict::Passed;
+                passed += usize::from(ok);
+                results.push(json!({
+                    "comment": t.comment, "kind": t.kind, "category": t.category, "passed": ok, "verdict": run.verdict,
+                }));
+            }
         }
         let total = tests.len();
         Ok(json!({
@@ -130,5 +151,74 @@ impl AsyncStage for Score {
                 "total": total,
                 "score": if total == 0 { 0.0 } else { passed as f64 / total as f64 },
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::engine::item::Item;
+
+    /// A bare repository with one commit holding `a.py`; its id.
+    fn repository(dir: &std::path::Path) -> String {
+        let repo = git2::Repository::init_bare(dir.join("o/r.git")).unwrap();
+        let blob = repo.blob(b"x = 1\n").unwrap();
+        let mut tree = repo.treebuilder(None).unwrap();
+        tree.insert("a.py", blob, 0o100644).unwrap();
+        let tree = repo.find_tree(tree.write().unwrap()).unwrap();
+        let who = git2::Signature::new("t", "t@example.org", &git2::Time::new(0, 0)).unwrap();
+        repo.commit(Some("refs/heads/main"), &who, &who, "one", &tree, &[]).unwrap().to_string()
+    }
+
+    fn score(dir: &std::path::Path) -> Score {
+        let url = format!("{}/{{repo}}.git", dir.display());
+        Score {
+            mirrors: Arc::new(Mirrors::new(&url, dir, &dir.join("cache"))),
+            docker: LazyDocker::default(),
+            timeout: Duration::from_secs(5),
+        }
+    }
+
+    fn input(head: &str, environment: Value, patch: &str) -> TaskInput {
+        let test = json!({"comment": "c1", "file": "test_a.py", "code": "def test_a(): pass\n", "kind": "behavioural"});
+        let pr = json!({
+            "repo": "o/r", "title": "t", "body": "", "base_commit": head, "head_commit": head,
+            "extra": {"benchmark": {"tests": [test], "environment": environment}},
+        });
+        let revision =
+            json!({"reviewer": "r", "review_failure": null, "comments": 1, "patch": patch, "transcript": []});
+        TaskInput {
+            stage: "score".into(),
+            item: Arc::new(Item::pr("p", pr)),
+            pr: None,
+            upstream: BTreeMap::from([("revise".to_string(), revision)]),
+            providers: Arc::new(BTreeMap::from([(Revision::NAME, Arc::from("revise"))])),
+            meter: Arc::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_instance_with_no_image_is_rejected_not_run_on_an_empty_tag() {
+        let dir = tempfile::tempdir().unwrap();
+        let head = repository(dir.path());
+        let out = score(dir.path()).run(input(&head, json!({}), "")).await;
+        let Err(TaskError::Reject { reason, .. }) = out else { panic!("{out:?}") };
+        assert_eq!(reason, "the instance names no image (`environment.image`)");
+    }
+
+    #[tokio::test]
+    async fn a_revision_that_does_not_apply_runs_no_test_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let head = repository(dir.path());
+        let patch = "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-y = 2\n+y = 3\n";
+        // The image does not exist: had the tests been run, the task would have been rejected for it.
+        let out = score(dir.path()).run(input(&head, json!({"image": "never-built"}), patch)).await.unwrap();
+        assert_eq!(out["passed"], 0);
+        assert_eq!(out["tests"][0]["verdict"], NOT_APPLIED);
+        assert!(out["patch_applied"].as_str().is_some_and(|e| !e.is_empty()), "{out}");
     }
 }
