@@ -96,7 +96,40 @@ fn tag_part(s: &str) -> String {
 /// `pin` is an RFC 3339 time: dependencies resolve as they were then. The caller passes the time the
 /// dependency spec took its current form (its last change before the reviewed commit), so every PR
 /// with the same spec resolves the same way and shares one dependency layer.
+/// A version for a build that reads it from git where there is no history, from `git describe
+/// --tags` (`v1.2.3-4-gabcdef`): the tag's version, `.postN` past it, `0.0.0` with no usable tag.
+pub fn version_from_describe(described: Option<&str>) -> String {
+    let Some(described) = described else { return "0.0.0".into() };
+    // The tag, and how many commits past it, when `describe` says so.
+    let (tag, distance) = match described.rsplitn(3, '-').collect::<Vec<_>>().as_slice() {
+        [hash, n, tag] if hash.starts_with('g') && n.chars().all(|c| c.is_ascii_digit()) => {
+            (*tag, n.parse::<u64>().unwrap_or(0))
+        }
+        _ => (described, 0),
+    };
+    let start = tag.find(|c: char| c.is_ascii_digit()).unwrap_or(tag.len());
+    let version: String =
+        tag[start..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '.').collect();
+    let version = version.trim_end_matches('.');
+    if version.is_empty() {
+        return "0.0.0".into();
+    }
+    if distance > 0 { format!("{version}.post{distance}") } else { version.to_string() }
+}
+
 pub fn recipe(p: &Project, repo: &str, instance: &str, head: &str, pin: &str) -> Result<Recipe, String> {
+    recipe_with_version(p, repo, instance, head, pin, None)
+}
+
+/// [`recipe`], with the version a build that reads it from git should get (`version_from_describe`).
+pub fn recipe_with_version(
+    p: &Project,
+    repo: &str,
+    instance: &str,
+    head: &str,
+    pin: &str,
+    version: Option<&str>,
+) -> Result<Recipe, String> {
     let (suite, (major, minor)) = choose_suite(p.requires_python.as_deref()).ok_or_else(|| {
         format!("no base image has a Python in {}", p.requires_python.as_deref().unwrap_or("?"))
     })?;
@@ -141,8 +174,11 @@ pub fn recipe(p: &Project, repo: &str, instance: &str, head: &str, pin: &str) ->
         hex::encode(Sha256::digest(format!("{repo}\n{deps_dockerfile}\n{requirements_txt}").as_bytes()));
     let deps_image = format!("curate-deps/{}:{}", tag_part(repo), &key[..16]);
     let target = if p.extras.is_empty() { ".".to_string() } else { format!(".[{}]", p.extras.join(",")) };
-    let install_command =
-        format!("uv pip install --quiet --exclude-newer {pinned_to} --no-build-isolation -e \"{target}\"");
+    // setuptools-scm and hatch-vcs read the version from git; the checkout's history stays behind.
+    let version_env = version.map(|v| format!("SETUPTOOLS_SCM_PRETEND_VERSION={v} ")).unwrap_or_default();
+    let install_command = format!(
+        "{version_env}uv pip install --quiet --exclude-newer {pinned_to} --no-build-isolation -e \"{target}\""
+    );
     let instance_dockerfile = match &p.needs_build {
         Some(_) => format!("FROM {deps_image}\nCOPY repo /repo\nWORKDIR /repo\nRUN {install_command}\n"),
         // What a run does: the tree under test in /repo, on the dependency layer.
@@ -152,7 +188,7 @@ pub fn recipe(p: &Project, repo: &str, instance: &str, head: &str, pin: &str) ->
         "# {instance} at {head}: Python {major}.{minor} (Debian {suite}), backend {}\n\
          python3 -m venv /opt/venv && pip install uv setuptools wheel\n{}\
          uv pip install --exclude-newer {pinned_to} -r requirements.txt\n\
-         uv pip install --exclude-newer {pinned_to} --no-build-isolation -e \"{target}\"\n",
+         {version_env}uv pip install --exclude-newer {pinned_to} --no-build-isolation -e \"{target}\"\n",
         p.backend,
         backend_step.trim_start_matches("RUN ")
     );
@@ -211,6 +247,16 @@ pub fn instance_tag(instance: &str, head: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn versions_from_git_describe() {
+        assert_eq!(version_from_describe(Some("v1.2.3")), "1.2.3");
+        assert_eq!(version_from_describe(Some("v1.2.3-4-gabcdef0")), "1.2.3.post4");
+        assert_eq!(version_from_describe(Some("release-3.0rc1-12-g0123456")), "3.0rc1.post12");
+        assert_eq!(version_from_describe(Some("2.11.0")), "2.11.0");
+        assert_eq!(version_from_describe(Some("nightly")), "0.0.0");
+        assert_eq!(version_from_describe(None), "0.0.0");
+    }
 
     #[test]
     fn python_ranges_pick_a_suite() {

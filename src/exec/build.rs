@@ -139,7 +139,12 @@ pub async fn commit_layer(
     let pack = |e: std::io::Error| ExecError::Other(format!("cannot pack {}: {e}", tree.display()));
     let mut b = tar::Builder::new(Vec::new());
     b.follow_symlinks(false);
-    b.append_dir_all(dest.trim_start_matches('/'), tree).map_err(pack)?;
+    // The files only: a checkout's `.git` borrows its objects from a mirror on this machine and
+    // would be a broken repository in the container (the version comes from the recipe instead).
+    let under = dest.trim_start_matches('/');
+    for rel in crate::repo::working_files(tree).map_err(pack)? {
+        b.append_path_with_name(tree.join(&rel), format!("{under}/{rel}")).map_err(pack)?;
+    }
     let tar = b.into_inner().map_err(pack)?;
     let body = ContainerCreateBody {
         image: Some(from.to_string()),

@@ -1,6 +1,8 @@
 //! A cache of bare mirrors, one per repository, under `<cache>/repos/<owner>/<name>.git`. A repository
-//! is cloned once, from a URL made from a template (`https://github.com/{repo}.git` by default, or a
-//! directory of local mirrors), and fetched again only when a commit asked for is missing.
+//! is cloned once, from a URL made from a template (`https://github.com/{repo}.git` by default), and
+//! fetched again only when a commit asked for is missing. A template that names local directories
+//! is read in place: no copy, and a mirror that lacks objects outside the commits asked for (a
+//! snapshot without its largest files) still serves them.
 
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
@@ -90,11 +92,14 @@ impl Mirrors {
             .collect()
     }
 
-    /// The mirror of `repo`, cloned on first use and fetched when one of `commits` is missing.
-    /// Blocking: call it off the async runtime.
+    /// The mirror of `repo`, cloned on first use and fetched when one of `commits` is missing; a
+    /// local one is opened where it is. Blocking: call it off the async runtime.
     pub fn open(&self, repo: &str, commits: &[&str]) -> Result<Mirror, RepoError> {
         let path = self.path_for(repo)?;
         let url = self.url_for(repo)?;
+        if !self.url.contains("://") && !path.exists() && Path::new(&url).exists() {
+            return open_in_place(repo, &url, commits);
+        }
         let parent = path.parent().unwrap_or(&self.dir).to_path_buf();
         let io = |error| RepoError::Io { dir: parent.clone(), error };
         std::fs::create_dir_all(&parent).map_err(io)?;
@@ -139,6 +144,24 @@ pub(crate) fn patch_text(diff: &git2::Diff) -> Result<String, git2::Error> {
         true
     })?;
     Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// A local repository (bare or not) read where it is; every commit asked for must be in it.
+fn open_in_place(name: &str, url: &str, commits: &[&str]) -> Result<Mirror, RepoError> {
+    let git =
+        |e: git2::Error| RepoError::Clone { repo: name.into(), url: url.into(), error: e.message().into() };
+    let repository = Repository::open(url).map_err(git)?;
+    for c in commits {
+        if resolve(&repository, c).is_err() {
+            return Err(RepoError::MissingCommit {
+                repo: name.into(),
+                commit: c.to_string(),
+                url: url.into(),
+            });
+        }
+    }
+    let path = repository.path().to_path_buf();
+    Ok(Mirror { repo: repository, name: name.to_string(), path })
 }
 
 fn resolve(repo: &Repository, commit: &str) -> Result<Oid, git2::Error> {
@@ -275,27 +298,39 @@ impl Mirror {
 
     /// A working copy of `commit` in `dest` (which must not exist), with its own `.git`, so tools
     /// that read the version from git metadata work. Does not touch the network.
+    /// A checkout of `commit` in `dest`: a repository that borrows the mirror's objects (git's
+    /// alternates) rather than copying them, with the mirror's tags, so `git describe` and the
+    /// history work there while only the commit's own files are read. Its `.git` is usable on
+    /// this machine only: a build elsewhere gets the version from [`Mirror::describe`].
     pub fn materialize(&self, commit: &str, dest: &Path) -> Result<(), RepoError> {
         let oid = self.commit(commit)?.id();
-        let url = self.path.to_string_lossy().into_owned();
-        let mut checkout = git2::build::CheckoutBuilder::new();
-        checkout.dry_run();
-        let repo = git2::build::RepoBuilder::new()
-            .bare(false)
-            .with_checkout(checkout)
-            .clone(&url, dest)
-            .map_err(|e| self.git(e))?;
-        // The commit may be reachable only from refs a plain clone does not take (refs/pull/*).
-        if repo.find_commit(oid).is_err() {
-            repo.remote_anonymous(&url)
-                .and_then(|mut r| r.fetch(&[REFSPEC.replace(":refs/", ":refs/mirror/").as_str()], None, None))
-                .map_err(|e| self.git(e))?;
+        let io = |error| RepoError::Io { dir: dest.to_path_buf(), error };
+        let fresh = Repository::init(dest).map_err(|e| self.git(e))?;
+        let objects = std::fs::canonicalize(self.repo.path().join("objects")).map_err(io)?;
+        let info = fresh.path().join("objects/info");
+        std::fs::create_dir_all(&info).map_err(io)?;
+        std::fs::write(info.join("alternates"), format!("{}\n", objects.display())).map_err(io)?;
+        drop(fresh);
+        let repo = Repository::open(dest).map_err(|e| self.git(e))?;
+        let tags = self.repo.references_glob("refs/tags/*").map_err(|e| self.git(e))?;
+        for tag in tags.flatten() {
+            if let (Some(name), Some(target)) = (tag.name(), tag.target()) {
+                repo.reference(name, target, true, "").map_err(|e| self.git(e))?;
+            }
         }
-        let object = repo.find_object(oid, None).map_err(|e| self.git(e))?;
-        repo.checkout_tree(&object, Some(git2::build::CheckoutBuilder::new().force()))
-            .map_err(|e| self.git(e))?;
         repo.set_head_detached(oid).map_err(|e| self.git(e))?;
+        repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force())).map_err(|e| self.git(e))?;
         Ok(())
+    }
+
+    /// `git describe --tags` of `commit`: the nearest tag, and how far past it, for a build that
+    /// reads its version from git but runs where the history is not.
+    pub fn describe(&self, commit: &str) -> Option<String> {
+        let object = self.commit(commit).ok()?.into_object();
+        let mut options = git2::DescribeOptions::new();
+        options.describe_tags();
+        let described = object.describe(&options).ok()?;
+        described.format(None).ok()
     }
 }
 
@@ -380,9 +415,14 @@ mod tests {
     fn mirrors_read_files_diffs_fates_and_materialize() {
         let dir = tempfile::tempdir().unwrap();
         let commits = fixture(dir.path());
+        let tagged = std::process::Command::new("git")
+            .args(["-C", &dir.path().join("src/acme/widgets").to_string_lossy(), "tag", "v0.1", &commits[0]])
+            .status()
+            .unwrap();
+        assert!(tagged.success());
         let mirrors = Mirrors::new("src/{repo}", dir.path(), &dir.path().join("cache"));
         let m = mirrors.open("acme/widgets", &[&commits[0], &commits[2]]).unwrap();
-        assert!(dir.path().join("cache/repos/acme/widgets.git").is_dir());
+        assert!(!dir.path().join("cache/repos/acme/widgets.git").exists(), "a local mirror is read in place");
 
         assert!(m.file_at(&commits[0], "a.py").unwrap().unwrap().starts_with(b"x = 1\nv0 = 0\n"));
         assert_eq!(m.file_at(&commits[1], "a.py").unwrap(), None);
@@ -415,10 +455,23 @@ mod tests {
         files.sort();
         assert_eq!(files, ["b.py", "c.py"], "the checkout's files, without .git");
 
-        // A second open neither clones nor fetches: the source can be gone.
-        std::fs::rename(dir.path().join("src"), dir.path().join("moved")).unwrap();
-        assert!(mirrors.open("acme/widgets", &[&commits[1]]).is_ok());
+        // The checkout borrows the mirror's objects and has its tags: its version can be told.
+        assert!(m.describe(&commits[1]).unwrap().starts_with("v0.1-1-g"));
+        let checkout = Repository::open(&out).unwrap();
+        assert!(checkout.find_reference("refs/tags/v0.1").is_ok());
+        assert!(!out.join(".git/objects/pack").read_dir().unwrap().any(|_| true), "no objects copied");
         let err = mirrors.open("acme/widgets", &["0123456789abcdef0123456789abcdef01234567"]).err().unwrap();
+        assert!(matches!(err, RepoError::MissingCommit { .. }), "a local mirror is not fetched: {err}");
+
+        // From a URL, the repository is cloned once: a second open neither clones nor fetches, so
+        // the source can be gone.
+        let url = format!("file://{}/src/{{repo}}", dir.path().display());
+        let remote = Mirrors::new(&url, dir.path(), &dir.path().join("cache"));
+        assert!(remote.open("acme/widgets", &[&commits[0], &commits[2]]).is_ok());
+        assert!(dir.path().join("cache/repos/acme/widgets.git").is_dir());
+        std::fs::rename(dir.path().join("src"), dir.path().join("moved")).unwrap();
+        assert!(remote.open("acme/widgets", &[&commits[1]]).is_ok());
+        let err = remote.open("acme/widgets", &["0123456789abcdef0123456789abcdef01234567"]).err().unwrap();
         assert!(matches!(err, RepoError::Clone { .. }), "a missing commit triggers a fetch: {err}");
     }
 

@@ -15,7 +15,7 @@ fn git(dir: &Path, e: git2::Error) -> RepoError {
 impl Mirror {
     /// Writes the files of `commit` into `dest` (created if needed), without any `.git`.
     pub fn export_tree(&self, commit: &str, dest: &Path) -> Result<(), RepoError> {
-        let repo = Repository::open_bare(self.path()).map_err(|e| git(self.path(), e))?;
+        let repo = Repository::open(self.path()).map_err(|e| git(self.path(), e))?;
         let oid =
             repo.revparse_single(commit).and_then(|o| o.peel_to_commit()).map_err(|e| git(dest, e))?.id();
         let tree = repo.find_commit(oid).and_then(|c| c.tree()).map_err(|e| git(dest, e))?;

@@ -19,7 +19,7 @@ use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::environment::detect::detect;
-use crate::environment::recipe::{Recipe, instance_tag, recipe, rfc3339};
+use crate::environment::recipe::{Recipe, instance_tag, recipe_with_version, rfc3339, version_from_describe};
 use crate::errors::ConfigError;
 use crate::exec::ExecError;
 use crate::exec::build::{BuildFailure, build, build_lock, commit_layer};
@@ -158,11 +158,15 @@ impl Environment {
                 working_files(&dest).map_err(|e| TaskError::infra(format!("reading the checkout: {e}")))?;
             let project = detect(&|p: &str| std::fs::read_to_string(dest.join(p)).ok(), &listing);
             let changed = mirror.last_change(&head, &project.spec_files, 20_000).map_err(git)?;
-            Ok((project, changed))
+            let version = project
+                .needs_build
+                .is_some()
+                .then(|| version_from_describe(mirror.describe(&head).as_deref()));
+            Ok((project, changed, version))
         })
         .await
         .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))?;
-        let (project, changed) = prepared?;
+        let (project, changed, version) = prepared?;
         if project.backend == "none" && project.requirements.is_empty() {
             return Err(TaskError::reject(
                 "no Python build files (pyproject.toml, setup.py, setup.cfg, requirements)",
@@ -175,7 +179,8 @@ impl Environment {
             (None, None) => return Err(TaskError::reject("no date to resolve dependencies at")),
         };
         let r: Recipe =
-            recipe(&project, &pr.repo, instance, &pr.head_commit, &pin).map_err(TaskError::reject)?;
+            recipe_with_version(&project, &pr.repo, instance, &pr.head_commit, &pin, version.as_deref())
+                .map_err(TaskError::reject)?;
         if !image_exists(&docker, &r.base_image).await? {
             return Err(ExecError::MissingImage(r.base_image.clone()).into());
         }
