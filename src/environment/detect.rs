@@ -112,6 +112,20 @@ fn requirement_lines(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// A tox `deps` line without its factor condition: `coverage: coverage` is `coverage`, installed
+/// in the environments with that factor.
+fn without_tox_factor(line: &str) -> &str {
+    match line.split_once(": ") {
+        Some((factors, rest))
+            if !factors.is_empty()
+                && factors.chars().all(|c| c.is_ascii_alphanumeric() || ",!-_.".contains(c)) =>
+        {
+            rest.trim()
+        }
+        _ => line,
+    }
+}
+
 /// The quoted strings inside the first `[...]` after `key=` in Python source: a static reading of
 /// `install_requires=[...]`.
 fn python_list_after(source: &str, key: &str) -> Vec<String> {
@@ -314,7 +328,8 @@ pub fn detect(read: &dyn Fn(&str) -> Option<String>, listing: &[String]) -> Proj
     if let Some(tox) = read("tox.ini") {
         for (k, v) in ini_section(&tox, "testenv") {
             if k == "deps" {
-                p.requirements.extend(requirement_lines(&v).into_iter().filter(|r| !r.contains('{')));
+                let deps = requirement_lines(&v).into_iter().map(|r| without_tox_factor(&r).to_string());
+                p.requirements.extend(deps.filter(|r| !r.contains('{')));
             }
             if k == "commands" && v.contains("pytest") {
                 p.runner = Some(Runner::Pytest);
@@ -501,6 +516,14 @@ mod tests {
         assert_eq!(cfg.requirements, vec!["pytest", "unidecode"]);
         assert_eq!(cfg.extras, vec!["testing"]);
         assert_eq!(cfg.requires_python.as_deref(), Some(">=3.7"));
+    }
+
+    #[test]
+    fn tox_factor_conditions_are_not_part_of_a_requirement() {
+        assert_eq!(without_tox_factor("coverage: coverage"), "coverage");
+        assert_eq!(without_tox_factor("py38,!pypy: pytest-xdist>=2"), "pytest-xdist>=2");
+        assert_eq!(without_tox_factor("pytest>=6"), "pytest>=6");
+        assert_eq!(without_tox_factor("git+https://example.org/x.git"), "git+https://example.org/x.git");
     }
 
     #[test]

@@ -7,3 +7,4 @@
 pub mod detect;
 pub mod rebuild;
 pub mod recipe;
+pub mod repair;

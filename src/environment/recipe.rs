@@ -19,6 +19,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::detect::{Project, Runner};
+use super::repair::Fixes;
 use crate::exec::testrun::REPO;
 
 /// Debian suites with the Python each carries, in order of preference.
@@ -118,17 +119,22 @@ pub fn version_from_describe(described: Option<&str>) -> String {
 }
 
 pub fn recipe(p: &Project, repo: &str, instance: &str, head: &str, pin: &str) -> Result<Recipe, String> {
-    recipe_with_version(p, repo, instance, head, pin, None)
+    repaired_recipe(p, repo, instance, head, pin, None, &Fixes::default())
 }
 
-/// [`recipe`], with the version a build that reads it from git should get (`version_from_describe`).
-pub fn recipe_with_version(
+/// A date past every release: a package resolved at it is resolved at its newest.
+const NEWEST: &str = "2100-01-01T00:00:00Z";
+
+/// [`recipe`], with the version a build that reads it from git should get (`version_from_describe`)
+/// and the repairs made so far.
+pub fn repaired_recipe(
     p: &Project,
     repo: &str,
     instance: &str,
     head: &str,
     pin: &str,
     version: Option<&str>,
+    fixes: &Fixes,
 ) -> Result<Recipe, String> {
     let (suite, (major, minor)) = choose_suite(p.requires_python.as_deref()).ok_or_else(|| {
         format!("no base image has a Python in {}", p.requires_python.as_deref().unwrap_or("?"))
@@ -147,8 +153,16 @@ pub fn recipe_with_version(
     {
         requirements.push("pytest".into());
     }
+    requirements.extend(fixes.requirements.iter().cloned());
     let requirements_txt: String = requirements.iter().map(|r| format!("{r}\n")).collect();
-    let mut backends: Vec<String> = p.build_requires.iter().filter(|b| !b.is_empty()).cloned().collect();
+    // The build backend matters only to an editable install; a project that imports from its
+    // sources would get today's backend and its dependencies (a new `packaging`, say) ahead of
+    // the ones of its date.
+    let mut backends: Vec<String> = if p.needs_build.is_some() {
+        p.build_requires.iter().filter(|b| !b.is_empty()).cloned().collect()
+    } else {
+        Vec::new()
+    };
     backends.sort();
     backends.dedup();
     let backend_step = if backends.is_empty() {
@@ -166,9 +180,20 @@ pub fn recipe_with_version(
     } else {
         String::new()
     };
+    let system_step = if fixes.system_packages.is_empty() {
+        String::new()
+    } else {
+        let packages: Vec<&str> = fixes.system_packages.iter().map(String::as_str).collect();
+        format!(
+            "RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends {} >/dev/null && rm -rf /var/lib/apt/lists/*\n",
+            packages.join(" ")
+        )
+    };
+    let newest: String =
+        fixes.unpinned.iter().map(|p| format!(" --exclude-newer-package {p}={NEWEST}")).collect();
     let deps_dockerfile = format!(
-        "FROM {tools_image}\n{backend_step}COPY requirements.txt /curate/requirements.txt\n\
-         RUN uv pip install --quiet --exclude-newer {pinned_to} -r /curate/requirements.txt\n{import_path}"
+        "FROM {tools_image}\n{system_step}{backend_step}COPY requirements.txt /curate/requirements.txt\n\
+         RUN uv pip install --quiet --exclude-newer {pinned_to}{newest} -r /curate/requirements.txt\n{import_path}"
     );
     let key =
         hex::encode(Sha256::digest(format!("{repo}\n{deps_dockerfile}\n{requirements_txt}").as_bytes()));
@@ -177,7 +202,7 @@ pub fn recipe_with_version(
     // setuptools-scm and hatch-vcs read the version from git; the checkout's history stays behind.
     let version_env = version.map(|v| format!("SETUPTOOLS_SCM_PRETEND_VERSION={v} ")).unwrap_or_default();
     let install_command = format!(
-        "{version_env}uv pip install --quiet --exclude-newer {pinned_to} --no-build-isolation -e \"{target}\""
+        "{version_env}uv pip install --quiet --exclude-newer {pinned_to}{newest} --no-build-isolation -e \"{target}\""
     );
     let instance_dockerfile = match &p.needs_build {
         Some(_) => format!("FROM {deps_image}\nCOPY repo /repo\nWORKDIR /repo\nRUN {install_command}\n"),
@@ -186,10 +211,11 @@ pub fn recipe_with_version(
     };
     let install_script = format!(
         "# {instance} at {head}: Python {major}.{minor} (Debian {suite}), backend {}\n\
-         python3 -m venv /opt/venv && pip install uv setuptools wheel\n{}\
-         uv pip install --exclude-newer {pinned_to} -r requirements.txt\n\
-         {version_env}uv pip install --exclude-newer {pinned_to} --no-build-isolation -e \"{target}\"\n",
+         {}python3 -m venv /opt/venv && pip install uv setuptools wheel\n{}\
+         uv pip install --exclude-newer {pinned_to}{newest} -r requirements.txt\n\
+         {version_env}uv pip install --exclude-newer {pinned_to}{newest} --no-build-isolation -e \"{target}\"\n",
         p.backend,
+        system_step.trim_start_matches("RUN "),
         backend_step.trim_start_matches("RUN ")
     );
     let mut verify = Vec::new();

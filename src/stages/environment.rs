@@ -18,8 +18,10 @@ use super::{AsyncStage, StageContext, StageDef, TaskError, TaskInput, adapt, pr_
 use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
+use crate::environment::detect::Project;
 use crate::environment::detect::detect;
-use crate::environment::recipe::{Recipe, instance_tag, recipe_with_version, rfc3339, version_from_describe};
+use crate::environment::recipe::{Recipe, instance_tag, repaired_recipe, rfc3339, version_from_describe};
+use crate::environment::repair::{Fixes, diagnose, first_error};
 use crate::errors::ConfigError;
 use crate::exec::ExecError;
 use crate::exec::build::{BuildFailure, build, build_lock, commit_layer};
@@ -36,6 +38,13 @@ struct Config {
     /// Seconds each verification command may take.
     #[serde(default = "default_verify_timeout")]
     verify_timeout_secs: u64,
+    /// Repairs of the recipe after a failed build or verification (see `environment::repair`).
+    #[serde(default = "default_max_repairs")]
+    max_repairs: u32,
+}
+
+fn default_max_repairs() -> u32 {
+    3
 }
 
 fn default_verify_timeout() -> u64 {
@@ -46,6 +55,7 @@ struct Environment {
     mirrors: Arc<Mirrors>,
     docker: LazyDocker,
     verify_timeout: Duration,
+    max_repairs: u32,
 }
 
 pub fn build_stage(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
@@ -54,11 +64,14 @@ pub fn build_stage(ctx: &StageContext, config: &Mapping) -> Result<StageDef, Con
         mirrors: ctx.mirrors.clone(),
         docker: LazyDocker::default(),
         verify_timeout: Duration::from_secs(config.verify_timeout_secs),
+        max_repairs: config.max_repairs,
     });
     Ok(StageDef {
         side_effects: true,
         provides: Some(contract::Environment::NAME),
-        ..StageDef::new(stage, 2, Scope::Pr, Resource::Docker)
+        // 3: failed builds are repaired by rule; a project that imports from its sources gets no
+        // build backend.
+        ..StageDef::new(stage, 3, Scope::Pr, Resource::Docker)
     })
 }
 
@@ -95,55 +108,87 @@ fn failed_step(output: &str, commands: usize) -> (usize, String) {
     (step.unwrap_or(last).min(last), rest)
 }
 
-/// The last line that says something, for a rejection reason.
-fn last_line(text: &str) -> String {
-    text.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").chars().take(240).collect()
-}
-
-/// A layer's build that failed on its own terms, as a rejection naming the step.
-fn build_failed(what: &str, f: BuildFailure) -> TaskError {
-    let detail = last_line(&f.log_tail);
-    TaskError::reject(format!("{what} failed: {}", if detail.is_empty() { f.message } else { detail }))
-}
-
-/// Builds `tag` unless it exists; `Ok(true)` if it was already there.
+/// Builds `tag` unless it exists: `Ok(Ok(true))` if it was already there, the build's failure if
+/// it failed on its own terms.
 async fn ensure(
     docker: &Docker,
     tag: &str,
     dockerfile: &str,
     files: &[(&str, &[u8])],
-    what: &str,
-) -> Result<bool, TaskError> {
+) -> Result<Result<bool, BuildFailure>, TaskError> {
     let _guard = build_lock(tag).await;
     if image_exists(docker, tag).await? {
-        return Ok(true);
+        return Ok(Ok(true));
     }
-    build(docker, tag, dockerfile, files, None).await?.map(|()| false).map_err(|f| build_failed(what, f))
+    Ok(build(docker, tag, dockerfile, files, None).await?.map(|()| false))
 }
 
 /// The instance layer: the checkout copied to /repo and installed, in one committed layer. The
 /// recipe's instance Dockerfile describes the same thing for people and for other builders.
-async fn ensure_instance(docker: &Docker, r: &Recipe, tag: &str, checkout: &Path) -> Result<(), TaskError> {
+async fn ensure_instance(
+    docker: &Docker,
+    r: &Recipe,
+    tag: &str,
+    checkout: &Path,
+) -> Result<Result<(), BuildFailure>, TaskError> {
     let _guard = build_lock(tag).await;
     if image_exists(docker, tag).await? {
-        return Ok(());
+        return Ok(Ok(()));
     }
-    commit_layer(docker, &r.deps_image, tag, checkout, REPO, &r.install_command)
-        .await?
-        .map_err(|f| build_failed("the editable install", f))
+    Ok(commit_layer(docker, &r.deps_image, tag, checkout, REPO, &r.install_command).await?)
+}
+
+/// What the git step found: the checkout, how the project builds, when its dependency spec took
+/// its current form, and the version a build from git would see.
+struct Prepared {
+    _work: tempfile::TempDir,
+    checkout: std::path::PathBuf,
+    project: Project,
+    pin: String,
+    version: Option<String>,
+}
+
+/// A step that failed on the project's own terms: which one, and its whole log.
+struct StepFailure {
+    /// `dependency install`, `the editable install` or `verification`.
+    step: &'static str,
+    /// For a verification, the command that failed.
+    command: Option<String>,
+    timed_out: bool,
+    log: String,
+}
+
+impl StepFailure {
+    fn reason(&self) -> String {
+        let error = first_error(&self.log);
+        match (&self.command, self.timed_out) {
+            (Some(c), true) => format!("verification timed out: `{c}`"),
+            (Some(c), false) if c.contains("pytest") && error.contains("no tests ran") => {
+                "verification: pytest collected no tests".into()
+            }
+            (Some(c), false) => format!("verification failed: `{c}`: {error}"),
+            (None, _) => format!("{} failed: {error}", self.step),
+        }
+    }
+}
+
+/// What a built and verified environment is made of.
+struct Built {
+    image: String,
+    deps_reused: bool,
+    seconds: Value,
 }
 
 impl Environment {
-    async fn make(&self, pr: &PullRequest, instance: &str) -> Result<Value, TaskError> {
-        let docker = self.docker.get().await?;
+    /// The git and file work, in one blocking step: the checkout, what builds it, and when its
+    /// dependency spec took its current form, so dependencies resolve as of then (deterministic,
+    /// and shared by every PR with the same spec).
+    async fn prepare(&self, pr: &PullRequest) -> Result<Prepared, TaskError> {
         let work =
             tempfile::tempdir().map_err(|e| TaskError::infra(format!("no temporary directory: {e}")))?;
         let checkout = work.path().join("repo");
         let (mirrors, repo, head, dest) =
             (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone(), checkout.clone());
-        // All the git and file work in one blocking step: the checkout, what builds it, and when its
-        // dependency spec took its current form, so dependencies resolve as of then (deterministic,
-        // and shared by every PR with the same spec).
         let prepared = tokio::task::spawn_blocking(move || -> Result<_, TaskError> {
             let git = |e: RepoError| {
                 if e.is_data_error() {
@@ -178,26 +223,83 @@ impl Environment {
             (None, Some(date)) => date.to_string(),
             (None, None) => return Err(TaskError::reject("no date to resolve dependencies at")),
         };
-        let r: Recipe =
-            recipe_with_version(&project, &pr.repo, instance, &pr.head_commit, &pin, version.as_deref())
-                .map_err(TaskError::reject)?;
-        if !image_exists(&docker, &r.base_image).await? {
+        Ok(Prepared { _work: work, checkout, project, pin, version })
+    }
+
+    /// Builds the environment, and when a step fails, repairs the recipe by rule and tries again,
+    /// up to `max_repairs` times. Every attempt is kept: what failed, the fix, the log's tail.
+    async fn make(&self, pr: &PullRequest, instance: &str) -> Result<Value, TaskError> {
+        let docker = self.docker.get().await?;
+        let p = self.prepare(pr).await?;
+        let mut fixes = Fixes::default();
+        let mut attempts = Vec::new();
+        loop {
+            let r = repaired_recipe(
+                &p.project,
+                &pr.repo,
+                instance,
+                &pr.head_commit,
+                &p.pin,
+                p.version.as_deref(),
+                &fixes,
+            )
+            .map_err(TaskError::reject)?;
+            let failure = match self.attempt(&docker, &r, instance, &pr.head_commit, &p.checkout).await? {
+                Ok(built) => return Ok(output(&r, &p.project, built, &fixes, attempts)),
+                Err(failure) => failure,
+            };
+            let fix = diagnose(&failure.log, &p.project.imports);
+            let reason = failure.reason();
+            let repaired =
+                attempts.len() < self.max_repairs as usize && fix.as_ref().is_some_and(|f| fixes.add(f));
+            attempts.push(json!({
+                "failed": reason,
+                "fix": fix,
+                "log_tail": crate::text::last_lines(&failure.log, 40),
+            }));
+            if !repaired {
+                return Err(TaskError::Reject { reason, detail: json!({"attempts": attempts}) });
+            }
+        }
+    }
+
+    /// One try at the layers and the verification of recipe `r`.
+    async fn attempt(
+        &self,
+        docker: &Docker,
+        r: &Recipe,
+        instance: &str,
+        head: &str,
+        checkout: &Path,
+    ) -> Result<Result<Built, StepFailure>, TaskError> {
+        if !image_exists(docker, &r.base_image).await? {
             return Err(ExecError::MissingImage(r.base_image.clone()).into());
         }
-        ensure(&docker, &r.tools_image, &r.tools_dockerfile, &[], "the tools layer").await?;
+        let failed = |step: &'static str, f: BuildFailure| StepFailure {
+            step,
+            command: None,
+            timed_out: false,
+            log: format!("{}\n{}", f.log_tail, f.message),
+        };
+        if let Err(f) = ensure(docker, &r.tools_image, &r.tools_dockerfile, &[]).await? {
+            return Ok(Err(failed("the tools layer", f)));
+        }
         let t0 = Instant::now();
-        let requirements = r.requirements_txt.as_bytes();
-        let deps_context = [("requirements.txt", requirements)];
-        let deps_reused =
-            ensure(&docker, &r.deps_image, &r.deps_dockerfile, &deps_context, "dependency install").await?;
+        let deps_context = [("requirements.txt", r.requirements_txt.as_bytes())];
+        let deps_reused = match ensure(docker, &r.deps_image, &r.deps_dockerfile, &deps_context).await? {
+            Ok(reused) => reused,
+            Err(f) => return Ok(Err(failed("dependency install", f))),
+        };
         let deps_s = t0.elapsed().as_secs_f64();
         let t1 = Instant::now();
         // A project that imports from its sources runs on the dependency layer, with the tree under
         // test brought in by each run; only one that must be built gets a layer of its own.
-        let tag = match &r.instance_layer {
+        let image = match &r.instance_layer {
             Some(_) => {
-                let tag = instance_tag(instance, &pr.head_commit);
-                ensure_instance(&docker, &r, &tag, &checkout).await?;
+                let tag = instance_tag(instance, head);
+                if let Err(f) = ensure_instance(docker, r, &tag, checkout).await? {
+                    return Ok(Err(failed("the editable install", f)));
+                }
                 tag
             }
             None => r.deps_image.clone(),
@@ -206,41 +308,48 @@ impl Environment {
         let t2 = Instant::now();
         if !r.verify.is_empty() {
             // One container for every check: each costs a start and a copy of the tree otherwise.
-            let mut spec = env_spec(&tag, vec!["sh".into(), "-c".into(), verification_script(&r.verify)]);
-            spec.files = tree_files(&checkout)?;
+            let mut spec = env_spec(&image, vec!["sh".into(), "-c".into(), verification_script(&r.verify)]);
+            spec.files = tree_files(checkout)?;
             spec.timeout = self.verify_timeout * r.verify.len() as u32;
-            let result = run(&docker, &spec).await?;
+            let result = run(docker, &spec).await?;
             if result.exit_code != Some(0) {
                 let (step, output) = failed_step(&result.output, r.verify.len());
-                let command = &r.verify[step];
-                let shown = command.join(" ");
-                return Err(TaskError::reject(match result.exit_code {
-                    Some(5) if command.iter().any(|c| c == "pytest") => {
-                        "verification: pytest collected no tests".into()
-                    }
-                    _ if result.timed_out => format!("verification timed out: `{shown}`"),
-                    _ => format!("verification failed: `{shown}`: {}", last_line(&output)),
+                let command = r.verify[step].join(" ");
+                let no_tests = result.exit_code == Some(5) && command.contains("pytest");
+                return Ok(Err(StepFailure {
+                    step: "verification",
+                    command: Some(command),
+                    timed_out: result.timed_out,
+                    log: if no_tests { format!("{output}\nno tests ran") } else { output },
                 }));
             }
         }
-        Ok(json!({
-            "image": tag,
-            "deps_image": r.deps_image,
-            "deps_reused": deps_reused,
-            "instance_layer": r.instance_layer,
-            "tools_image": r.tools_image,
-            "suite": r.suite,
-            "python": r.python,
-            "pinned_to": r.pinned_to,
-            "backend": project.backend,
-            "runner": project.runner,
-            "imports": project.imports,
-            "requirements": r.requirements_txt,
-            "install_script": r.install_script,
-            "dockerfiles": {"tools": r.tools_dockerfile, "deps": r.deps_dockerfile, "instance": r.instance_dockerfile},
-            "seconds": {"deps": deps_s, "instance": instance_s, "verify": t2.elapsed().as_secs_f64()},
-        }))
+        let seconds = json!({"deps": deps_s, "instance": instance_s, "verify": t2.elapsed().as_secs_f64()});
+        Ok(Ok(Built { image, deps_reused, seconds }))
     }
+}
+
+/// The environment's record: the image, its recipe (as repaired) and every repair made.
+fn output(r: &Recipe, project: &Project, built: Built, fixes: &Fixes, repairs: Vec<Value>) -> Value {
+    json!({
+        "image": built.image,
+        "deps_image": r.deps_image,
+        "deps_reused": built.deps_reused,
+        "instance_layer": r.instance_layer,
+        "tools_image": r.tools_image,
+        "suite": r.suite,
+        "python": r.python,
+        "pinned_to": r.pinned_to,
+        "backend": project.backend,
+        "runner": project.runner,
+        "imports": project.imports,
+        "requirements": r.requirements_txt,
+        "install_script": r.install_script,
+        "dockerfiles": {"tools": r.tools_dockerfile, "deps": r.deps_dockerfile, "instance": r.instance_dockerfile},
+        "seconds": built.seconds,
+        "fixes": fixes,
+        "repairs": repairs,
+    })
 }
 
 impl AsyncStage for Environment {

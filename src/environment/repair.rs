@@ -1,0 +1,342 @@
+//! Environment repair, as the paper's install-script audit does it but by rules: a failed build or
+//! verification is read for its first real error, and a rule that recognises it changes the recipe
+//! (a system package, a missing distribution, a later pin for one package) for another try.
+//!
+//! Every rule here was met on real pull requests (`datasets/real/`); what no rule covers is
+//! rejected with the first real error line, never a caret or a hint.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+/// Changes to the heuristic recipe, gathered over the repairs of one environment.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Fixes {
+    /// Debian packages installed in the dependency layer (headers, libraries, tools).
+    pub system_packages: BTreeSet<String>,
+    /// Distributions added to the requirements, resolved at the pin's date like the rest.
+    pub requirements: BTreeSet<String>,
+    /// Packages resolved at their newest instead of at the pin's date: an old release that does
+    /// not build or run on this Python.
+    pub unpinned: BTreeSet<String>,
+}
+
+/// One change a rule proposes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Fix {
+    SystemPackages { packages: Vec<String>, because: String },
+    Requirement { distribution: String, because: String },
+    Unpin { package: String, because: String },
+}
+
+impl Fixes {
+    /// Adds `fix`; `false` when it changes nothing (the same repair twice would loop).
+    pub fn add(&mut self, fix: &Fix) -> bool {
+        match fix {
+            Fix::SystemPackages { packages, .. } => {
+                packages.iter().fold(false, |new, p| self.system_packages.insert(p.clone()) | new)
+            }
+            Fix::Requirement { distribution, .. } => self.requirements.insert(distribution.clone()),
+            Fix::Unpin { package, .. } => self.unpinned.insert(package.clone()),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == Fixes::default()
+    }
+}
+
+/// Whether a line is noise around an error rather than the error: a caret or tilde underline, a
+/// hint, a note, a bare location, a box-drawing margin.
+fn noise(line: &str) -> bool {
+    let t = line.trim().trim_start_matches(['│', '|', '╰', '─', '▶', '×', ' ']).trim();
+    t.is_empty()
+        || t.chars().all(|c| matches!(c, '^' | '~' | '-' | '=' | '+' | '|' | ' '))
+        || ["hint:", "note:", "help:", "warning:", "[end of output]", "Traceback"]
+            .iter()
+            .any(|p| t.starts_with(p))
+        || t.starts_with("File \"")
+}
+
+fn clean(line: &str) -> String {
+    let t = line.trim().trim_start_matches(['│', '|', '╰', '─', '▶', '×', ' ']).trim();
+    let t = t.strip_prefix("E ").map_or(t, str::trim);
+    t.chars().take(240).collect()
+}
+
+/// The line of a build or run log that says what went wrong: a compiler's fatal error first, then
+/// a package that failed to build, then the last Python exception, then the last line that is not
+/// noise.
+pub fn first_error(log: &str) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    let find = |pred: &dyn Fn(&str) -> bool| lines.iter().find(|l| pred(l)).map(|l| clean(l));
+    if let Some(l) =
+        find(&|l| l.contains("fatal error:") || l.contains("error: command") && l.contains("failed"))
+    {
+        return l;
+    }
+    if let Some(l) =
+        find(&|l| l.contains("Failed to build `") || l.contains("Failed to download and build `"))
+    {
+        return l;
+    }
+    let exception = |l: &&&str| {
+        let t = clean(l);
+        let head = t.split(':').next().unwrap_or("");
+        !head.contains(' ') && (head.ends_with("Error") || head.ends_with("Exception")) && !noise(l)
+    };
+    if let Some(l) = lines.iter().rev().find(exception) {
+        return clean(l);
+    }
+    lines.iter().rev().find(|l| !noise(l)).map_or_else(String::new, |l| clean(l))
+}
+
+/// The Debian packages that provide a C header.
+fn package_for_header(header: &str) -> Option<&'static [&'static str]> {
+    const HEADERS: &[(&str, &[&str])] = &[
+        ("ffi.h", &["libffi-dev"]),
+        ("hdf5.h", &["libhdf5-dev", "pkg-config"]),
+        ("H5public.h", &["libhdf5-dev", "pkg-config"]),
+        ("jpeglib.h", &["libjpeg-dev"]),
+        ("zlib.h", &["zlib1g-dev"]),
+        ("png.h", &["libpng-dev"]),
+        ("tiffio.h", &["libtiff-dev"]),
+        ("ft2build.h", &["libfreetype-dev"]),
+        ("libxml/", &["libxml2-dev"]),
+        ("libxslt/", &["libxslt1-dev"]),
+        ("yaml.h", &["libyaml-dev"]),
+        ("libpq-fe.h", &["libpq-dev"]),
+        ("pg_config", &["libpq-dev"]),
+        ("openssl/", &["libssl-dev"]),
+        ("sqlite3.h", &["libsqlite3-dev"]),
+        ("bzlib.h", &["libbz2-dev"]),
+        ("lzma.h", &["liblzma-dev"]),
+        ("curl/curl.h", &["libcurl4-openssl-dev"]),
+        ("gmp.h", &["libgmp-dev"]),
+        ("cblas.h", &["libopenblas-dev"]),
+        ("lcms2.h", &["liblcms2-dev"]),
+        ("webp/", &["libwebp-dev"]),
+        ("openjpeg", &["libopenjp2-7-dev"]),
+        ("Python.h", &["python3-dev"]),
+    ];
+    HEADERS.iter().find(|(h, _)| header.starts_with(h) || header.ends_with(h)).map(|(_, p)| *p)
+}
+
+/// The Debian packages behind a pkg-config module or a linker's `-lNAME`.
+fn package_for_library(name: &str) -> Option<&'static [&'static str]> {
+    const LIBRARIES: &[(&str, &[&str])] = &[
+        ("hdf5", &["libhdf5-dev", "pkg-config"]),
+        ("ffi", &["libffi-dev", "pkg-config"]),
+        ("libffi", &["libffi-dev", "pkg-config"]),
+        ("z", &["zlib1g-dev"]),
+        ("zlib", &["zlib1g-dev"]),
+        ("jpeg", &["libjpeg-dev"]),
+        ("png", &["libpng-dev"]),
+        ("xml2", &["libxml2-dev"]),
+        ("libxml-2.0", &["libxml2-dev", "pkg-config"]),
+        ("xslt", &["libxslt1-dev"]),
+        ("ssl", &["libssl-dev"]),
+        ("crypto", &["libssl-dev"]),
+        ("openssl", &["libssl-dev", "pkg-config"]),
+        ("pq", &["libpq-dev"]),
+        ("libpq", &["libpq-dev", "pkg-config"]),
+        ("yaml", &["libyaml-dev"]),
+        ("yaml-0.1", &["libyaml-dev", "pkg-config"]),
+        ("sqlite3", &["libsqlite3-dev"]),
+        ("openblas", &["libopenblas-dev"]),
+        ("lapack", &["liblapack-dev"]),
+    ];
+    LIBRARIES.iter().find(|(l, _)| *l == name).map(|(_, p)| *p)
+}
+
+/// The distribution that provides a top-level module, where the two names differ.
+pub fn distribution_for_module(module: &str) -> String {
+    const DISTRIBUTIONS: &[(&str, &str)] = &[
+        ("yaml", "PyYAML"),
+        ("PIL", "Pillow"),
+        ("dateutil", "python-dateutil"),
+        ("bs4", "beautifulsoup4"),
+        ("sklearn", "scikit-learn"),
+        ("cv2", "opencv-python-headless"),
+        ("attr", "attrs"),
+        ("Crypto", "pycryptodome"),
+        ("OpenSSL", "pyOpenSSL"),
+        ("jwt", "PyJWT"),
+        ("serial", "pyserial"),
+        ("git", "GitPython"),
+        ("dotenv", "python-dotenv"),
+        ("zmq", "pyzmq"),
+        ("pkg_resources", "setuptools"),
+        ("google", "protobuf"),
+        ("_pytest", "pytest"),
+        ("magic", "python-magic"),
+        ("Levenshtein", "python-Levenshtein"),
+    ];
+    DISTRIBUTIONS
+        .iter()
+        .find(|(m, _)| *m == module)
+        .map_or_else(|| module.replace('_', "-"), |(_, d)| d.to_string())
+}
+
+/// What is between the first pair of `open`/`close` after `marker` in `line`.
+fn between<'a>(line: &'a str, marker: &str, open: char, close: char) -> Option<&'a str> {
+    let rest = &line[line.find(marker)? + marker.len()..];
+    let start = rest.find(open)? + open.len_utf8();
+    let end = rest[start..].find(close)? + start;
+    Some(&rest[start..end])
+}
+
+/// A repair for a failed step's log, if a rule knows one. `own` are the project's own top-level
+/// modules: a missing one is the project's fault, not a dependency to add.
+pub fn diagnose(log: &str, own: &[String]) -> Option<Fix> {
+    for line in log.lines() {
+        // `foo.c:3:10: fatal error: hdf5.h: No such file or directory`
+        if let Some(header) =
+            between(line, "fatal error:", ' ', ':').filter(|_| line.contains("No such file"))
+            && let Some(packages) = package_for_header(header.trim())
+        {
+            return Some(system(packages, format!("a C header is missing: {}", header.trim())));
+        }
+        // pkg-config: `Package hdf5 was not found in the pkg-config search path`
+        if let Some(name) = line.trim().strip_prefix("Package ").and_then(|r| r.split_whitespace().next())
+            && line.contains("was not found in the pkg-config search path")
+            && let Some(packages) = package_for_library(name)
+        {
+            return Some(system(packages, format!("pkg-config has no `{name}`")));
+        }
+        if line.contains("pkg-config: not found") || line.contains("pkg-config: command not found") {
+            return Some(system(&["pkg-config"], "pkg-config is not installed".into()));
+        }
+        // `/usr/bin/ld: cannot find -lhdf5`
+        if let Some(name) = line
+            .split("cannot find -l")
+            .nth(1)
+            .map(|r| r.split_whitespace().next().unwrap_or("").trim_end_matches(':'))
+            && let Some(packages) = package_for_library(name)
+        {
+            return Some(system(packages, format!("the linker cannot find -l{name}")));
+        }
+        // `libhdf5.so: cannot open shared object file`
+        if let Some(lib) = line.split_whitespace().find(|w| w.starts_with("lib") && w.contains(".so"))
+            && line.contains("cannot open shared object file")
+        {
+            let name = lib.trim_end_matches(':').trim_start_matches("lib").split(".so").next().unwrap_or("");
+            if let Some(packages) = package_for_library(name) {
+                return Some(system(packages, format!("a shared library is missing: {lib}")));
+            }
+        }
+    }
+    // An old release that does not build here: the newest of that one package instead.
+    for line in log.lines() {
+        for marker in ["Failed to build `", "Failed to download and build `"] {
+            if let Some(spec) = line.split(marker).nth(1).and_then(|r| r.split('`').next()) {
+                let package = spec.split(['=', '<', '>', '!', '~', ' ', '@']).next().unwrap_or("").trim();
+                if !package.is_empty() && package != "." {
+                    return Some(Fix::Unpin {
+                        package: package.to_lowercase(),
+                        because: format!("{spec} does not build on this Python"),
+                    });
+                }
+            }
+        }
+    }
+    // Pytest of the pin's date that does not run on this Python.
+    if log.contains("AttributeError: __spec__")
+        || log
+            .lines()
+            .any(|l| l.contains("_pytest/") && (l.contains("TypeError") || l.contains("AttributeError")))
+    {
+        return Some(Fix::Unpin {
+            package: "pytest".into(),
+            because: "pytest of that date does not run on this Python".into(),
+        });
+    }
+    // A module missing at import or collection: the distribution of that name.
+    for line in log.lines() {
+        if let Some(module) = between(line, "No module named", '\'', '\'') {
+            let top = module.split('.').next().unwrap_or(module);
+            if own.iter().any(|o| o == top) || top.is_empty() {
+                continue;
+            }
+            return Some(Fix::Requirement {
+                distribution: distribution_for_module(top),
+                because: format!("the module `{top}` is not installed"),
+            });
+        }
+    }
+    // hatchling's editable install without build isolation.
+    if log.contains("editables") && log.contains("--no-build-isolation") {
+        return Some(Fix::Requirement {
+            distribution: "editables".into(),
+            because: "hatchling's editable install needs it".into(),
+        });
+    }
+    None
+}
+
+fn system(packages: &[&str], because: String) -> Fix {
+    Fix::SystemPackages { packages: packages.iter().map(|p| p.to_string()).collect(), because }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_error_is_not_a_caret_or_a_hint() {
+        let compiler = "building 'h5py.defs' extension\ngcc -c h5py/defs.c\nh5py/api_compat.h:27:10: fatal error: hdf5.h: No such file or directory\n   27 | #include \"hdf5.h\"\n      |          ^~~~~~~~\ncompilation terminated.\nerror: command '/usr/bin/gcc' failed with exit code 1\n      ^^^^^^^^^^^^^^^^^^^^^\nhint: This usually indicates a problem with the package\n";
+        assert_eq!(
+            first_error(compiler),
+            "h5py/api_compat.h:27:10: fatal error: hdf5.h: No such file or directory"
+        );
+        let uv = "  × Failed to build `numpy==1.16.1`\n  ├─▶ The build backend returned an error\nhint: `setuptools` was filtered by `exclude-newer`\n";
+        assert_eq!(first_error(uv), "Failed to build `numpy==1.16.1`");
+        let pytest = "ImportError while loading conftest '/repo/tests/conftest.py'.\ntests/conftest.py:3: in <module>\n    import simplejson\nE   ModuleNotFoundError: No module named 'simplejson'\n";
+        assert_eq!(first_error(pytest), "ModuleNotFoundError: No module named 'simplejson'");
+        assert_eq!(first_error("step one\nit broke here\n   ^^^\n"), "it broke here");
+    }
+
+    #[test]
+    fn headers_and_libraries_become_debian_packages() {
+        let fix = diagnose("x.c:1:10: fatal error: ffi.h: No such file or directory", &[]).unwrap();
+        assert_eq!(fix, system(&["libffi-dev"], "a C header is missing: ffi.h".into()));
+        let Some(Fix::SystemPackages { packages, .. }) =
+            diagnose("Package hdf5 was not found in the pkg-config search path.", &[])
+        else {
+            panic!()
+        };
+        assert_eq!(packages, ["libhdf5-dev", "pkg-config"]);
+        assert!(matches!(
+            diagnose("/usr/bin/ld: cannot find -ljpeg: No such file", &[]),
+            Some(Fix::SystemPackages { .. })
+        ));
+        assert_eq!(diagnose("x.c:1:10: fatal error: frobnicate.h: No such file or directory", &[]), None);
+    }
+
+    #[test]
+    fn an_old_release_that_does_not_build_is_unpinned_alone() {
+        let fix = diagnose("  × Failed to build `numpy==1.16.1`\n", &[]).unwrap();
+        assert!(matches!(fix, Fix::Unpin { ref package, .. } if package == "numpy"), "{fix:?}");
+        let fix = diagnose("AttributeError: __spec__\n", &[]).unwrap();
+        assert!(matches!(fix, Fix::Unpin { ref package, .. } if package == "pytest"));
+    }
+
+    #[test]
+    fn a_missing_module_is_its_distribution_unless_it_is_the_project() {
+        let fix = diagnose("E   ModuleNotFoundError: No module named 'yaml'", &[]).unwrap();
+        assert!(matches!(fix, Fix::Requirement { ref distribution, .. } if distribution == "PyYAML"));
+        let fix = diagnose("No module named 'simplejson.decoder'", &[]).unwrap();
+        assert!(matches!(fix, Fix::Requirement { ref distribution, .. } if distribution == "simplejson"));
+        assert_eq!(diagnose("No module named 'widgets'", &["widgets".into()]), None);
+    }
+
+    #[test]
+    fn a_repeated_fix_changes_nothing() {
+        let mut fixes = Fixes::default();
+        let fix = Fix::Requirement { distribution: "x".into(), because: String::new() };
+        assert!(fixes.add(&fix));
+        assert!(!fixes.add(&fix));
+        assert!(!fixes.is_empty());
+    }
+}
