@@ -89,7 +89,9 @@ pub fn first_error(log: &str) -> String {
     if let Some(l) = lines.iter().rev().find(exception) {
         return clean(l);
     }
-    lines.iter().rev().find(|l| !noise(l)).map_or_else(String::new, |l| clean(l))
+    // Docker's own closing line says only that the command failed.
+    let docker_own = |l: &str| l.starts_with("The command '") && l.contains("returned a non-zero code");
+    lines.iter().rev().find(|l| !noise(l) && !docker_own(l)).map_or_else(String::new, |l| clean(l))
 }
 
 /// The Debian packages that provide a C header.
@@ -295,6 +297,8 @@ mod tests {
         let pytest = "ImportError while loading conftest '/repo/tests/conftest.py'.\ntests/conftest.py:3: in <module>\n    import simplejson\nE   ModuleNotFoundError: No module named 'simplejson'\n";
         assert_eq!(first_error(pytest), "ModuleNotFoundError: No module named 'simplejson'");
         assert_eq!(first_error("step one\nit broke here\n   ^^^\n"), "it broke here");
+        let unsolvable = "  × No solution found when resolving dependencies:\n  ╰─▶ Because zzz was not found in the package registry, we can conclude that your requirements are unsatisfiable.\nThe command '/bin/sh -c uv pip install' returned a non-zero code: 1";
+        assert!(first_error(unsolvable).starts_with("Because zzz was not found"), "{}", first_error(unsolvable));
     }
 
     #[test]
