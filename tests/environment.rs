@@ -66,17 +66,23 @@ fn two_prs_of_one_repository_share_the_dependency_layer() {
 
 /// A one-commit repository with `files`, and a SWE-CARE record for it.
 fn project(s: &Scratch, name: &str, files: &[(&str, &str)]) -> PathBuf {
+    project_at(s, name, files, None)
+}
+
+/// A repository of `files` in one commit (made at `date` when given, so dependencies pin to it),
+/// and a SWE-CARE record of it.
+fn project_at(s: &Scratch, name: &str, files: &[(&str, &str)], date: Option<&str>) -> PathBuf {
     let dir = s.path(&format!("src/{name}"));
     for (path, text) in files {
         s.write(&format!("src/{name}/{path}"), text);
     }
     let git = |args: &[&str]| {
-        let o = Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"])
-            .args(args)
-            .current_dir(&dir)
-            .output()
-            .unwrap();
+        let mut cmd = Command::new("git");
+        cmd.args(["-c", "user.name=t", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"]).args(args);
+        if let Some(date) = date {
+            cmd.env("GIT_AUTHOR_DATE", date).env("GIT_COMMITTER_DATE", date);
+        }
+        let o = cmd.current_dir(&dir).output().unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8_lossy(&o.stdout).trim().to_string()
     };
@@ -202,4 +208,108 @@ fn a_src_layout_imports_from_the_tree_and_an_extension_gets_a_layer_of_its_own()
     let image = o["image"].as_str().unwrap();
     assert!(Command::new("docker").args(["image", "inspect", image]).output().unwrap().status.success());
     let _ = Command::new("docker").args(["image", "rm", image]).output();
+}
+
+/// The one environment of state `state`: its final state and its record (output or rejection).
+fn settled(s: &Scratch, state: &str) -> (String, Value) {
+    let db = rusqlite::Connection::open(s.path(&format!("{state}/state.db"))).unwrap();
+    let (st, out, msg): (String, Option<String>, Option<String>) = db
+        .query_row("SELECT state, output, message FROM tasks", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap();
+    let mut record = out.map_or(json!({}), |o| serde_json::from_str(&o).unwrap());
+    record["message"] = json!(msg);
+    (st, record)
+}
+
+#[test]
+fn failed_builds_are_repaired_by_rule_and_every_attempt_is_kept() {
+    if !docker_or_skip("an environment repair test") {
+        return;
+    }
+    let s = Scratch::new();
+    let url = format!("{}/src/{{name}}", s.dir.path().display());
+    let pyproject = |name: &str, deps: &str| {
+        format!(
+            "[build-system]\nrequires = [\"setuptools>=64\"]\nbuild-backend = \"setuptools.build_meta\"\n[project]\nname = \"{name}\"\nversion = \"0.1\"\ndependencies = [{deps}]\n"
+        )
+    };
+    let test = "def test_one():\n    assert True\n";
+    let run = |name: &str, files: &[(&str, &str)], date: Option<&str>| {
+        let record = project_at(&s, name, files, date);
+        pipeline(&s, &record, &url);
+        let out = s.curate(&["run", "p.yaml", "--state", name]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        settled(&s, name)
+    };
+
+    // A C extension that includes a header no package of the image provides: its Debian package.
+    let setup = "from setuptools import setup, Extension\nsetup(ext_modules=[Extension('withffi._x', ['withffi/_x.c'])])\n";
+    let c = "#include <Python.h>\n#include <ffi.h>\nstatic struct PyModuleDef m = {PyModuleDef_HEAD_INIT, \"_x\", NULL, -1, NULL};\nPyMODINIT_FUNC PyInit__x(void) { return PyModule_Create(&m); }\n";
+    let (state, o) = run(
+        "withffi",
+        &[
+            ("pyproject.toml", &pyproject("withffi", "")),
+            ("setup.py", setup),
+            ("withffi/__init__.py", "from . import _x\n"),
+            ("withffi/_x.c", c),
+            ("tests/test_a.py", test),
+        ],
+        None,
+    );
+    assert_eq!(state, "kept", "{o}");
+    assert_eq!(o["fixes"]["system_packages"], json!(["libffi-dev"]), "{o}");
+    assert_eq!(o["repairs"].as_array().unwrap().len(), 1, "{o}");
+    let failed = o["repairs"][0]["failed"].as_str().unwrap();
+    assert!(failed.starts_with("the editable install failed: ") && failed.contains("ffi.h"), "{failed}");
+    assert!(o["dockerfiles"]["deps"].as_str().unwrap().contains("apt-get install"), "{o}");
+    let _ = Command::new("docker").args(["image", "rm", o["image"].as_str().unwrap()]).output();
+
+    // A test module that imports what the project does not declare: that distribution.
+    let (state, o) = run(
+        "undeclared",
+        &[
+            ("pyproject.toml", &pyproject("undeclared", "")),
+            ("undeclared/__init__.py", "X = 1\n"),
+            ("conftest.py", ""),
+            (
+                "tests/test_a.py",
+                "import simplejson\n\ndef test_one():\n    assert simplejson.dumps(1) == '1'\n",
+            ),
+        ],
+        None,
+    );
+    assert_eq!(state, "kept", "{o}");
+    assert_eq!(o["fixes"]["requirements"], json!(["simplejson"]), "{o}");
+    assert!(o["repairs"][0]["failed"].as_str().unwrap().contains("No module named 'simplejson'"), "{o}");
+
+    // A dependency pinned to 2019 whose release then has no wheel for this Python and does not
+    // build on it: that one package at its newest.
+    let (state, o) = run(
+        "oldpin",
+        &[
+            ("pyproject.toml", &pyproject("oldpin", "\"typed-ast\"")),
+            ("oldpin/__init__.py", "import typed_ast\n"),
+            ("tests/test_a.py", test),
+        ],
+        Some("2019-06-01T00:00:00Z"),
+    );
+    assert_eq!(state, "kept", "{o}");
+    assert_eq!(o["fixes"]["unpinned"], json!(["typed-ast"]), "{o}");
+    assert!(o["pinned_to"].as_str().unwrap().starts_with("2019-06-01"), "{o}");
+    assert!(o["repairs"][0]["failed"].as_str().unwrap().contains("typed-ast"), "{o}");
+
+    // What no rule knows stays a rejection, with the first real error and every attempt.
+    let (state, o) = run(
+        "unknown",
+        &[
+            ("pyproject.toml", &pyproject("unknown", "")),
+            ("unknown/__init__.py", "raise RuntimeError('not ready')\n"),
+        ],
+        None,
+    );
+    assert_eq!(state, "rejected", "{o}");
+    let reason = o["message"].as_str().unwrap();
+    assert_eq!(reason, "verification failed: `python -c import unknown`: RuntimeError: not ready", "{o}");
+    assert_eq!(o["attempts"].as_array().unwrap().len(), 1, "{o}");
+    assert_eq!(o["attempts"][0]["fix"], Value::Null, "{o}");
 }

@@ -298,7 +298,11 @@ mod tests {
         assert_eq!(first_error(pytest), "ModuleNotFoundError: No module named 'simplejson'");
         assert_eq!(first_error("step one\nit broke here\n   ^^^\n"), "it broke here");
         let unsolvable = "  × No solution found when resolving dependencies:\n  ╰─▶ Because zzz was not found in the package registry, we can conclude that your requirements are unsatisfiable.\nThe command '/bin/sh -c uv pip install' returned a non-zero code: 1";
-        assert!(first_error(unsolvable).starts_with("Because zzz was not found"), "{}", first_error(unsolvable));
+        assert!(
+            first_error(unsolvable).starts_with("Because zzz was not found"),
+            "{}",
+            first_error(unsolvable)
+        );
     }
 
     #[test]

@@ -11,6 +11,10 @@ use futures_util::StreamExt;
 use super::docker::ExecError;
 
 /// A build that ran and failed: the Dockerfile step or the command inside it.
+/// Lines of a failed build's log kept for reading its error: a compiler's error can be far above
+/// the end, under a traceback and the installer's hints.
+const LOG_LINES: usize = 400;
+
 #[derive(Debug, Clone)]
 pub struct BuildFailure {
     pub message: String,
@@ -77,11 +81,11 @@ pub async fn build(
                     log.push_str(&s);
                 }
                 if let Some(e) = info.error_detail.and_then(|d| d.message) {
-                    return Ok(Err(BuildFailure { message: e, log_tail: tail_lines(&log, 12) }));
+                    return Ok(Err(BuildFailure { message: e, log_tail: tail_lines(&log, LOG_LINES) }));
                 }
             }
             Err(bollard::errors::Error::DockerStreamError { error }) => {
-                return Ok(Err(BuildFailure { message: error, log_tail: tail_lines(&log, 12) }));
+                return Ok(Err(BuildFailure { message: error, log_tail: tail_lines(&log, LOG_LINES) }));
             }
             Err(e) => return Err(e.into()),
         }
@@ -181,7 +185,7 @@ pub async fn commit_layer(
                 log.push_str(&String::from_utf8_lossy(&chunk.into_bytes()));
             }
             let message = format!("`{command}` exited with {code}");
-            return Ok(Err(BuildFailure { message, log_tail: tail_lines(&log, 12) }));
+            return Ok(Err(BuildFailure { message, log_tail: tail_lines(&log, LOG_LINES) }));
         }
         let (repo, t) = tag.rsplit_once(':').unwrap_or((tag, "latest"));
         let options = CommitContainerOptionsBuilder::default().container(&id).repo(repo).tag(t).build();
