@@ -271,7 +271,8 @@ pub fn detect(read: &dyn Fn(&str) -> Option<String>, listing: &[String]) -> Proj
         }
     } else if setup_py.is_some() {
         p.backend = "setuptools (setup.py)".into();
-        p.build_requires = vec!["setuptools".into(), "wheel".into()];
+        // Today's setuptools builds wheels itself; `wheel` would bring today's `packaging` along.
+        p.build_requires = vec!["setuptools".into()];
     }
     if let Some(src) = &setup_py {
         if p.name.is_none() {

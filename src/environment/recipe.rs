@@ -27,7 +27,8 @@ pub const SUITES: [(&str, (u32, u32)); 3] =
     [("bookworm", (3, 11)), ("trixie", (3, 13)), ("bullseye", (3, 9))];
 
 /// Bumped when the layers' recipes change, so old images are not reused.
-const RECIPE_VERSION: u32 = 1;
+/// 2: no `wheel` in the tools layer (its `packaging`, today's, stood in for the one of the pin's date).
+const RECIPE_VERSION: u32 = 2;
 
 fn version_of(text: &str) -> Option<(u32, u32)> {
     let mut parts = text.trim().trim_end_matches(".*").split('.');
@@ -145,7 +146,7 @@ pub fn repaired_recipe(
     let tools_dockerfile = format!(
         "FROM {base_image}\n\
          ENV PATH=/opt/venv/bin:$PATH VIRTUAL_ENV=/opt/venv UV_NATIVE_TLS=1 PIP_CERT=/etc/ssl/certs/ca-certificates.crt PIP_DISABLE_PIP_VERSION_CHECK=1\n\
-         RUN python3 -m venv /opt/venv && pip install --no-cache-dir --quiet uv setuptools wheel\n"
+         RUN python3 -m venv /opt/venv && pip install --no-cache-dir --quiet uv setuptools\n"
     );
     let mut requirements = p.requirements.clone();
     if p.runner == Some(Runner::Pytest)
@@ -211,7 +212,7 @@ pub fn repaired_recipe(
     };
     let install_script = format!(
         "# {instance} at {head}: Python {major}.{minor} (Debian {suite}), backend {}\n\
-         {}python3 -m venv /opt/venv && pip install uv setuptools wheel\n{}\
+         {}python3 -m venv /opt/venv && pip install uv setuptools\n{}\
          uv pip install --exclude-newer {pinned_to}{newest} -r requirements.txt\n\
          {version_env}uv pip install --exclude-newer {pinned_to}{newest} --no-build-isolation -e \"{target}\"\n",
         p.backend,

@@ -210,6 +210,12 @@ pub fn diagnose(log: &str, own: &[String]) -> Option<Fix> {
         if line.contains("pkg-config: not found") || line.contains("pkg-config: command not found") {
             return Some(system(&["pkg-config"], "pkg-config is not installed".into()));
         }
+        // `error: command 'x86_64-linux-gnu-g++' failed: No such file or directory`: C++ sources.
+        if (line.contains("g++' failed: No such file") || line.contains("g++: not found"))
+            || (line.contains("c++' failed: No such file") || line.contains("c++: not found"))
+        {
+            return Some(system(&["g++"], "a C++ compiler is needed".into()));
+        }
         // `/usr/bin/ld: cannot find -lhdf5`
         if let Some(name) = line
             .split("cannot find -l")
@@ -320,6 +326,10 @@ mod tests {
             Some(Fix::SystemPackages { .. })
         ));
         assert_eq!(diagnose("x.c:1:10: fatal error: frobnicate.h: No such file or directory", &[]), None);
+        let gxx = "error: command 'x86_64-linux-gnu-g++' failed: No such file or directory";
+        assert!(
+            matches!(diagnose(gxx, &[]), Some(Fix::SystemPackages { packages, .. }) if packages == ["g++"])
+        );
     }
 
     #[test]
