@@ -298,6 +298,33 @@ fn failed_builds_are_repaired_by_rule_and_every_attempt_is_kept() {
     assert!(o["pinned_to"].as_str().unwrap().starts_with("2019-06-01"), "{o}");
     assert!(o["repairs"][0]["failed"].as_str().unwrap().contains("typed-ast"), "{o}");
 
+    // A test module of a framework the project does not install, next to the tests of what the PR
+    // changes: verification collects the related tests only, and records what it ran.
+    let record = project_at(
+        &s,
+        "unrelated",
+        &[
+            ("pyproject.toml", &pyproject("unrelated", "")),
+            ("unrelated/__init__.py", ""),
+            ("unrelated/core.py", "X = 1\n"),
+            ("tests/test_core.py", "from unrelated.core import X\n\ndef test_x():\n    assert X == 1\n"),
+            ("tests/test_gpu.py", "import tensorflow\n\ndef test_gpu():\n    pass\n"),
+            ("conftest.py", ""),
+        ],
+        None,
+    );
+    let mut line: Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    line["commit_to_review"]["patch_to_review"] =
+        json!("--- a/unrelated/core.py\n+++ b/unrelated/core.py\n@@ -1 +1 @@\n-X = 0\n+X = 1\n");
+    std::fs::write(&record, format!("{line}\n")).unwrap();
+    pipeline(&s, &record, &url);
+    let out = s.curate(&["run", "p.yaml", "--state", "unrelated"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (state, o) = settled(&s, "unrelated");
+    assert_eq!(state, "kept", "{o}");
+    let collected = o["verified"][1].as_str().unwrap();
+    assert!(collected.ends_with("tests/test_core.py") && !collected.contains("test_gpu"), "{o}");
+
     // What no rule knows stays a rejection, with the first real error and every attempt.
     let (state, o) = run(
         "unknown",

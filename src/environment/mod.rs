@@ -7,4 +7,5 @@
 pub mod detect;
 pub mod rebuild;
 pub mod recipe;
+pub mod related;
 pub mod repair;

@@ -27,8 +27,9 @@ pub const SUITES: [(&str, (u32, u32)); 3] =
     [("bookworm", (3, 11)), ("trixie", (3, 13)), ("bullseye", (3, 9))];
 
 /// Bumped when the layers' recipes change, so old images are not reused.
-/// 2: no `wheel` in the tools layer (its `packaging`, today's, stood in for the one of the pin's date).
-const RECIPE_VERSION: u32 = 2;
+/// 3: no `wheel` in the tools layer (its `packaging`, today's, stood in for the one of the pin's
+/// date), and today's setuptools (which builds wheels itself) over the venv's own.
+const RECIPE_VERSION: u32 = 3;
 
 fn version_of(text: &str) -> Option<(u32, u32)> {
     let mut parts = text.trim().trim_end_matches(".*").split('.');
@@ -120,14 +121,16 @@ pub fn version_from_describe(described: Option<&str>) -> String {
 }
 
 pub fn recipe(p: &Project, repo: &str, instance: &str, head: &str, pin: &str) -> Result<Recipe, String> {
-    repaired_recipe(p, repo, instance, head, pin, None, &Fixes::default())
+    repaired_recipe(p, repo, instance, head, pin, None, &Fixes::default(), &[])
 }
 
 /// A date past every release: a package resolved at it is resolved at its newest.
 const NEWEST: &str = "2100-01-01T00:00:00Z";
 
-/// [`recipe`], with the version a build that reads it from git should get (`version_from_describe`)
-/// and the repairs made so far.
+/// [`recipe`], with the version a build that reads it from git should get (`version_from_describe`),
+/// the repairs made so far, and the test files that relate to the PR (verification collects
+/// those, or the whole suite when there are none).
+#[allow(clippy::too_many_arguments)]
 pub fn repaired_recipe(
     p: &Project,
     repo: &str,
@@ -136,6 +139,7 @@ pub fn repaired_recipe(
     pin: &str,
     version: Option<&str>,
     fixes: &Fixes,
+    related_tests: &[String],
 ) -> Result<Recipe, String> {
     let (suite, (major, minor)) = choose_suite(p.requires_python.as_deref()).ok_or_else(|| {
         format!("no base image has a Python in {}", p.requires_python.as_deref().unwrap_or("?"))
@@ -146,7 +150,7 @@ pub fn repaired_recipe(
     let tools_dockerfile = format!(
         "FROM {base_image}\n\
          ENV PATH=/opt/venv/bin:$PATH VIRTUAL_ENV=/opt/venv UV_NATIVE_TLS=1 PIP_CERT=/etc/ssl/certs/ca-certificates.crt PIP_DISABLE_PIP_VERSION_CHECK=1\n\
-         RUN python3 -m venv /opt/venv && pip install --no-cache-dir --quiet uv setuptools\n"
+         RUN python3 -m venv /opt/venv && pip install --no-cache-dir --quiet --upgrade uv setuptools\n"
     );
     let mut requirements = p.requirements.clone();
     if p.runner == Some(Runner::Pytest)
@@ -212,7 +216,7 @@ pub fn repaired_recipe(
     };
     let install_script = format!(
         "# {instance} at {head}: Python {major}.{minor} (Debian {suite}), backend {}\n\
-         {}python3 -m venv /opt/venv && pip install uv setuptools\n{}\
+         {}python3 -m venv /opt/venv && pip install --upgrade uv setuptools\n{}\
          uv pip install --exclude-newer {pinned_to}{newest} -r requirements.txt\n\
          {version_env}uv pip install --exclude-newer {pinned_to}{newest} --no-build-isolation -e \"{target}\"\n",
         p.backend,
@@ -225,11 +229,12 @@ pub fn repaired_recipe(
         verify.push(vec!["python".into(), "-c".into(), code]);
     }
     if p.runner == Some(Runner::Pytest) {
-        verify.push(
+        let mut collect: Vec<String> =
             ["python", "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
                 .map(String::from)
-                .to_vec(),
-        );
+                .to_vec();
+        collect.extend(related_tests.iter().cloned());
+        verify.push(collect);
     }
     Ok(Recipe {
         suite: suite.into(),

@@ -21,6 +21,7 @@ use crate::engine::spec::parse_config;
 use crate::environment::detect::Project;
 use crate::environment::detect::detect;
 use crate::environment::recipe::{Recipe, instance_tag, repaired_recipe, rfc3339, version_from_describe};
+use crate::environment::related::related_tests;
 use crate::environment::repair::{Fixes, diagnose, first_error};
 use crate::errors::ConfigError;
 use crate::exec::ExecError;
@@ -146,6 +147,8 @@ struct Prepared {
     project: Project,
     pin: String,
     version: Option<String>,
+    /// The test files that relate to the PR: what verification collects.
+    related: Vec<String>,
 }
 
 /// A step that failed on the project's own terms: which one, and its whole log.
@@ -189,6 +192,7 @@ impl Environment {
         let checkout = work.path().join("repo");
         let (mirrors, repo, head, dest) =
             (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone(), checkout.clone());
+        let patch = pr.patch.clone().unwrap_or_default();
         let prepared = tokio::task::spawn_blocking(move || -> Result<_, TaskError> {
             let git = |e: RepoError| {
                 if e.is_data_error() {
@@ -207,11 +211,12 @@ impl Environment {
                 .needs_build
                 .is_some()
                 .then(|| version_from_describe(mirror.describe(&head).as_deref()));
-            Ok((project, changed, version))
+            let related = related_tests(&patch, &listing);
+            Ok((project, changed, version, related))
         })
         .await
         .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))?;
-        let (project, changed, version) = prepared?;
+        let (project, changed, version, related) = prepared?;
         if project.backend == "none" && project.requirements.is_empty() {
             return Err(TaskError::reject(
                 "no Python build files (pyproject.toml, setup.py, setup.cfg, requirements)",
@@ -223,7 +228,7 @@ impl Environment {
             (None, Some(date)) => date.to_string(),
             (None, None) => return Err(TaskError::reject("no date to resolve dependencies at")),
         };
-        Ok(Prepared { _work: work, checkout, project, pin, version })
+        Ok(Prepared { _work: work, checkout, project, pin, version, related })
     }
 
     /// Builds the environment, and when a step fails, repairs the recipe by rule and tries again,
@@ -242,6 +247,7 @@ impl Environment {
                 &p.pin,
                 p.version.as_deref(),
                 &fixes,
+                &p.related,
             )
             .map_err(TaskError::reject)?;
             let failure = match self.attempt(&docker, &r, instance, &pr.head_commit, &p.checkout).await? {
@@ -348,6 +354,7 @@ fn output(r: &Recipe, project: &Project, built: Built, fixes: &Fixes, repairs: V
         "dockerfiles": {"tools": r.tools_dockerfile, "deps": r.deps_dockerfile, "instance": r.instance_dockerfile},
         "seconds": built.seconds,
         "fixes": fixes,
+        "verified": r.verify.iter().map(|c| c.join(" ")).collect::<Vec<_>>(),
         "repairs": repairs,
     })
 }
