@@ -301,8 +301,9 @@ impl Mirror {
     /// A checkout of `commit` in `dest`: a repository that borrows the mirror's objects (git's
     /// alternates) rather than copying them, with the mirror's tags, so `git describe` and the
     /// history work there while only the commit's own files are read. Its `.git` is usable on
-    /// this machine only: a build elsewhere gets the version from [`Mirror::describe`].
-    pub fn materialize(&self, commit: &str, dest: &Path) -> Result<(), RepoError> {
+    /// this machine only: a build elsewhere gets the version from [`Mirror::describe`]. Files
+    /// whose content the mirror lacks are left out, and returned.
+    pub fn materialize(&self, commit: &str, dest: &Path) -> Result<Vec<String>, RepoError> {
         let oid = self.commit(commit)?.id();
         let io = |error| RepoError::Io { dir: dest.to_path_buf(), error };
         let fresh = Repository::init(dest).map_err(|e| self.git(e))?;
@@ -319,8 +320,7 @@ impl Mirror {
             }
         }
         repo.set_head_detached(oid).map_err(|e| self.git(e))?;
-        repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force())).map_err(|e| self.git(e))?;
-        Ok(())
+        self.export_tree(commit, dest)
     }
 
     /// `git describe --tags` of `commit`: the nearest tag, and how far past it, for a build that

@@ -13,8 +13,10 @@ fn git(dir: &Path, e: git2::Error) -> RepoError {
 }
 
 impl Mirror {
-    /// Writes the files of `commit` into `dest` (created if needed), without any `.git`.
-    pub fn export_tree(&self, commit: &str, dest: &Path) -> Result<(), RepoError> {
+    /// Writes the files of `commit` into `dest` (created if needed), without any `.git`. A file
+    /// whose content the mirror lacks (a snapshot without its largest files) is left out; the
+    /// paths left out are returned.
+    pub fn export_tree(&self, commit: &str, dest: &Path) -> Result<Vec<String>, RepoError> {
         let repo = Repository::open(self.path()).map_err(|e| git(self.path(), e))?;
         let oid =
             repo.revparse_single(commit).and_then(|o| o.peel_to_commit()).map_err(|e| git(dest, e))?.id();
@@ -22,6 +24,7 @@ impl Mirror {
         let io = |error| RepoError::Io { dir: dest.to_path_buf(), error };
         std::fs::create_dir_all(dest).map_err(io)?;
         let mut failure = None;
+        let mut missing = Vec::new();
         tree.walk(git2::TreeWalkMode::PreOrder, |root, entry| {
             let rel = format!("{root}{}", entry.name().unwrap_or(""));
             let target = dest.join(&rel);
@@ -29,6 +32,10 @@ impl Mirror {
                 Some(git2::ObjectType::Tree) => std::fs::create_dir_all(&target),
                 Some(git2::ObjectType::Blob) => match repo.find_blob(entry.id()) {
                     Ok(blob) => write_file(&target, blob.content(), entry.filemode()),
+                    Err(e) if e.code() == git2::ErrorCode::NotFound => {
+                        missing.push(rel);
+                        Ok(())
+                    }
                     Err(e) => Err(std::io::Error::other(e.message().to_string())),
                 },
                 _ => Ok(()), // submodules are not part of the working copy
@@ -42,7 +49,7 @@ impl Mirror {
             }
         })
         .map_err(|e| git(dest, e))?;
-        failure.map_or(Ok(()), |e| Err(io(e)))
+        failure.map_or(Ok(missing), |e| Err(io(e)))
     }
 }
 
@@ -137,5 +144,30 @@ mod tests {
         assert_eq!(std::fs::read_to_string(other.path().join("a.py")).unwrap(), "x = 3\n");
         assert_eq!(std::fs::read_to_string(other.path().join("pkg/c.py")).unwrap(), "z = 4\n");
         assert!(apply_patch(other.path(), &diff).is_err(), "a patch that no longer applies is an error");
+    }
+
+    #[test]
+    fn a_file_whose_content_the_mirror_lacks_is_left_out_and_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init_bare(dir.path().join("o/r.git")).unwrap();
+        let small = repo.blob(b"x = 1\n").unwrap();
+        let big = repo.blob(b"a very large test image\n").unwrap();
+        let mut tree = repo.treebuilder(None).unwrap();
+        tree.insert("a.py", small, 0o100644).unwrap();
+        tree.insert("big.png", big, 0o100644).unwrap();
+        let tree = repo.find_tree(tree.write().unwrap()).unwrap();
+        let who = Signature::new("t", "t@example.org", &Time::new(0, 0)).unwrap();
+        let head = repo.commit(Some("refs/heads/main"), &who, &who, "one", &tree, &[]).unwrap().to_string();
+        // A snapshot without its largest files: the blob's object is gone.
+        let hex = big.to_string();
+        std::fs::remove_file(dir.path().join("o/r.git/objects").join(&hex[..2]).join(&hex[2..])).unwrap();
+
+        let url = format!("{}/{{repo}}.git", dir.path().display());
+        let mirrors = crate::repo::Mirrors::new(&url, dir.path(), &dir.path().join("cache"));
+        let out = dir.path().join("checkout");
+        let missing = mirrors.open("o/r", &[&head]).unwrap().materialize(&head, &out).unwrap();
+        assert_eq!(missing, ["big.png"]);
+        assert_eq!(std::fs::read_to_string(out.join("a.py")).unwrap(), "x = 1\n");
+        assert!(!out.join("big.png").exists());
     }
 }

@@ -149,6 +149,8 @@ struct Prepared {
     version: Option<String>,
     /// The test files that relate to the PR: what verification collects.
     related: Vec<String>,
+    /// Files of the commit whose content the mirror lacks, left out of the checkout.
+    missing: Vec<String>,
 }
 
 /// A step that failed on the project's own terms: which one, and its whole log.
@@ -202,7 +204,7 @@ impl Environment {
                 }
             };
             let mirror = mirrors.open(&repo, &[&head]).map_err(git)?;
-            mirror.materialize(&head, &dest).map_err(git)?;
+            let missing = mirror.materialize(&head, &dest).map_err(git)?;
             let listing =
                 working_files(&dest).map_err(|e| TaskError::infra(format!("reading the checkout: {e}")))?;
             let project = detect(&|p: &str| std::fs::read_to_string(dest.join(p)).ok(), &listing);
@@ -212,11 +214,11 @@ impl Environment {
                 .is_some()
                 .then(|| version_from_describe(mirror.describe(&head).as_deref()));
             let related = related_tests(&patch, &listing);
-            Ok((project, changed, version, related))
+            Ok((project, changed, version, related, missing))
         })
         .await
         .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))?;
-        let (project, changed, version, related) = prepared?;
+        let (project, changed, version, related, missing) = prepared?;
         if project.backend == "none" && project.requirements.is_empty() {
             return Err(TaskError::reject(
                 "no Python build files (pyproject.toml, setup.py, setup.cfg, requirements)",
@@ -228,7 +230,7 @@ impl Environment {
             (None, Some(date)) => date.to_string(),
             (None, None) => return Err(TaskError::reject("no date to resolve dependencies at")),
         };
-        Ok(Prepared { _work: work, checkout, project, pin, version, related })
+        Ok(Prepared { _work: work, checkout, project, pin, version, related, missing })
     }
 
     /// Builds the environment, and when a step fails, repairs the recipe by rule and tries again,
@@ -251,7 +253,13 @@ impl Environment {
             )
             .map_err(TaskError::reject)?;
             let failure = match self.attempt(&docker, &r, instance, &pr.head_commit, &p.checkout).await? {
-                Ok(built) => return Ok(output(&r, &p.project, built, &fixes, attempts)),
+                Ok(built) => {
+                    let mut out = output(&r, &p.project, built, &fixes, attempts);
+                    if !p.missing.is_empty() {
+                        out["missing_files"] = json!(p.missing);
+                    }
+                    return Ok(out);
+                }
                 Err(failure) => failure,
             };
             let fix = diagnose(&failure.log, &p.project.imports);
