@@ -40,7 +40,8 @@ print("|---|---|---:|---:|---:|---:|---|")
 for item, state, out, msg, ms in rows:
     o = json.loads(out) if out else {}
     s = o.get("seconds", {}) if isinstance(o, dict) else {}
-    repairs = len(o.get("repairs", [])) if isinstance(o, dict) else 0
+    # A kept record lists its repairs; a rejected one every attempt, the last being the failure.
+    repairs = len(o.get("repairs", [])) if state == "kept" else max(len(o.get("attempts", [])) - 1, 0)
     reason = (msg or "").replace("|", "\\|")[:160]
     print(f"| {item} | {state} | {(ms or 0) / 1000:.1f} | {s.get('deps', 0):.1f} | {s.get('verify', 0):.1f} | {repairs} | {reason} |")
 PY

@@ -57,6 +57,17 @@ pub fn satisfies(spec: &str, v: (u32, u32)) -> bool {
     })
 }
 
+/// When wheels for Python `v` were common on PyPI (a few months after its release): a pin earlier
+/// than that makes old releases build from source, which they mostly cannot on it.
+pub fn wheels_since(v: (u32, u32)) -> &'static str {
+    match v {
+        (3, 9) => "2021-03-01T00:00:00Z",
+        (3, 11) => "2023-03-01T00:00:00Z",
+        (3, 13) => "2025-03-01T00:00:00Z",
+        _ => "2023-03-01T00:00:00Z",
+    }
+}
+
 /// The first suite whose Python fits the project's range.
 pub fn choose_suite(requires_python: Option<&str>) -> Option<(&'static str, (u32, u32))> {
     match requires_python {
@@ -87,6 +98,8 @@ pub struct Recipe {
     pub verify: Vec<Vec<String>>,
     /// Resolution date for `--exclude-newer`.
     pub pinned_to: String,
+    /// When wheels for this Python were common (see [`wheels_since`]).
+    pub wheels_since: String,
 }
 
 fn tag_part(s: &str) -> String {
@@ -144,7 +157,11 @@ pub fn repaired_recipe(
     let (suite, (major, minor)) = choose_suite(p.requires_python.as_deref()).ok_or_else(|| {
         format!("no base image has a Python in {}", p.requires_python.as_deref().unwrap_or("?"))
     })?;
-    let pinned_to = pin.to_string();
+    // RFC 3339 times in UTC compare as strings.
+    let pinned_to = match &fixes.pinned_no_earlier_than {
+        Some(later) if later.as_str() > pin => later.clone(),
+        _ => pin.to_string(),
+    };
     let base_image = format!("curate/base:{suite}");
     let tools_image = format!("curate/tools:{suite}-v{RECIPE_VERSION}");
     let tools_dockerfile = format!(
@@ -159,6 +176,9 @@ pub fn repaired_recipe(
         requirements.push("pytest".into());
     }
     requirements.extend(fixes.requirements.iter().cloned());
+    requirements.retain(|r| {
+        !(r.contains("==") && fixes.relaxed.contains(&super::detect::requirement_name(r).to_lowercase()))
+    });
     let requirements_txt: String = requirements.iter().map(|r| format!("{r}\n")).collect();
     // The build backend matters only to an editable install; a project that imports from its
     // sources would get today's backend and its dependencies (a new `packaging`, say) ahead of
@@ -251,6 +271,7 @@ pub fn repaired_recipe(
         install_script,
         verify,
         pinned_to,
+        wheels_since: wheels_since((major, minor)).to_string(),
     })
 }
 

@@ -19,6 +19,12 @@ pub struct Fixes {
     /// Packages resolved at their newest instead of at the pin's date: an old release that does
     /// not build or run on this Python.
     pub unpinned: BTreeSet<String>,
+    /// Packages whose exact pins (`==`) are dropped: the project's files pin them in ways that
+    /// cannot all hold (one pin per Python version, read together).
+    pub relaxed: BTreeSet<String>,
+    /// A later date to resolve at, when more than one release of the pin's date does not build on
+    /// this Python: the first date its wheels were common.
+    pub pinned_no_earlier_than: Option<String>,
 }
 
 /// One change a rule proposes.
@@ -28,6 +34,8 @@ pub enum Fix {
     SystemPackages { packages: Vec<String>, because: String },
     Requirement { distribution: String, because: String },
     Unpin { package: String, because: String },
+    Relax { package: String, because: String },
+    Repin { to: String, because: String },
 }
 
 impl Fixes {
@@ -39,6 +47,12 @@ impl Fixes {
             }
             Fix::Requirement { distribution, .. } => self.requirements.insert(distribution.clone()),
             Fix::Unpin { package, .. } => self.unpinned.insert(package.clone()),
+            Fix::Relax { package, .. } => self.relaxed.insert(package.clone()),
+            Fix::Repin { to, .. } => {
+                let new = self.pinned_no_earlier_than.as_deref() != Some(to.as_str());
+                self.pinned_no_earlier_than = Some(to.clone());
+                new
+            }
         }
     }
 
@@ -121,6 +135,7 @@ fn package_for_header(header: &str) -> Option<&'static [&'static str]> {
         ("webp/", &["libwebp-dev"]),
         ("openjpeg", &["libopenjp2-7-dev"]),
         ("Python.h", &["python3-dev"]),
+        ("mpi.h", &["libopenmpi-dev"]),
     ];
     HEADERS.iter().find(|(h, _)| header.starts_with(h) || header.ends_with(h)).map(|(_, p)| *p)
 }
@@ -190,8 +205,9 @@ fn between<'a>(line: &'a str, marker: &str, open: char, close: char) -> Option<&
 }
 
 /// A repair for a failed step's log, if a rule knows one. `own` are the project's own top-level
-/// modules: a missing one is the project's fault, not a dependency to add.
-pub fn diagnose(log: &str, own: &[String]) -> Option<Fix> {
+/// modules: a missing one is the project's fault, not a dependency to add. `so_far` are the
+/// repairs made already; `wheels_since` is when wheels for this Python became common.
+pub fn diagnose(log: &str, own: &[String], so_far: &Fixes, wheels_since: &str) -> Option<Fix> {
     for line in log.lines() {
         // `foo.c:3:10: fatal error: hdf5.h: No such file or directory`
         if let Some(header) =
@@ -235,17 +251,41 @@ pub fn diagnose(log: &str, own: &[String]) -> Option<Fix> {
             }
         }
     }
-    // An old release that does not build here: the newest of that one package instead.
+    // `Because you require numpy==1.12 and numpy>=1.14.3, … unsatisfiable`: pins of the project's
+    // files that cannot hold together (a static reading gathers every Python version's).
+    for line in log.lines() {
+        if let Some(rest) = line.split("Because you require ").nth(1)
+            && line.contains("unsatisfiable")
+            && let Some((first, _)) = rest.split_once(" and ")
+            && let Some((package, _)) = first.split_once("==")
+        {
+            return Some(Fix::Relax {
+                package: package.trim().to_lowercase(),
+                because: format!("the project's pins of {} cannot all hold", package.trim()),
+            });
+        }
+    }
+    // An old release that does not build here: the newest of that one package instead; a second
+    // one means the pin's date is too old for this Python, so resolve at a later date.
     for line in log.lines() {
         for marker in ["Failed to build `", "Failed to download and build `"] {
             if let Some(spec) = line.split(marker).nth(1).and_then(|r| r.split('`').next()) {
                 let package = spec.split(['=', '<', '>', '!', '~', ' ', '@']).next().unwrap_or("").trim();
-                if !package.is_empty() && package != "." {
-                    return Some(Fix::Unpin {
-                        package: package.to_lowercase(),
-                        because: format!("{spec} does not build on this Python"),
+                if package.is_empty() || package == "." || spec.contains("file://") {
+                    continue;
+                }
+                if !so_far.unpinned.is_empty() && so_far.pinned_no_earlier_than.is_none() {
+                    return Some(Fix::Repin {
+                        to: wheels_since.to_string(),
+                        because: format!(
+                            "{spec} is the second release of the pin's date that does not build on this Python"
+                        ),
                     });
                 }
+                return Some(Fix::Unpin {
+                    package: package.to_lowercase(),
+                    because: format!("{spec} does not build on this Python"),
+                });
             }
         }
     }
@@ -291,6 +331,8 @@ fn system(packages: &[&str], because: String) -> Fix {
 mod tests {
     use super::*;
 
+    const W: &str = "2023-01-01T00:00:00Z";
+
     #[test]
     fn the_first_error_is_not_a_caret_or_a_hint() {
         let compiler = "building 'h5py.defs' extension\ngcc -c h5py/defs.c\nh5py/api_compat.h:27:10: fatal error: hdf5.h: No such file or directory\n   27 | #include \"hdf5.h\"\n      |          ^~~~~~~~\ncompilation terminated.\nerror: command '/usr/bin/gcc' failed with exit code 1\n      ^^^^^^^^^^^^^^^^^^^^^\nhint: This usually indicates a problem with the package\n";
@@ -313,40 +355,62 @@ mod tests {
 
     #[test]
     fn headers_and_libraries_become_debian_packages() {
-        let fix = diagnose("x.c:1:10: fatal error: ffi.h: No such file or directory", &[]).unwrap();
+        let fix =
+            diagnose("x.c:1:10: fatal error: ffi.h: No such file or directory", &[], &Fixes::default(), W)
+                .unwrap();
         assert_eq!(fix, system(&["libffi-dev"], "a C header is missing: ffi.h".into()));
         let Some(Fix::SystemPackages { packages, .. }) =
-            diagnose("Package hdf5 was not found in the pkg-config search path.", &[])
+            diagnose("Package hdf5 was not found in the pkg-config search path.", &[], &Fixes::default(), W)
         else {
             panic!()
         };
         assert_eq!(packages, ["libhdf5-dev", "pkg-config"]);
         assert!(matches!(
-            diagnose("/usr/bin/ld: cannot find -ljpeg: No such file", &[]),
+            diagnose("/usr/bin/ld: cannot find -ljpeg: No such file", &[], &Fixes::default(), W),
             Some(Fix::SystemPackages { .. })
         ));
-        assert_eq!(diagnose("x.c:1:10: fatal error: frobnicate.h: No such file or directory", &[]), None);
+        assert_eq!(
+            diagnose(
+                "x.c:1:10: fatal error: frobnicate.h: No such file or directory",
+                &[],
+                &Fixes::default(),
+                W
+            ),
+            None
+        );
         let gxx = "error: command 'x86_64-linux-gnu-g++' failed: No such file or directory";
         assert!(
-            matches!(diagnose(gxx, &[]), Some(Fix::SystemPackages { packages, .. }) if packages == ["g++"])
+            matches!(diagnose(gxx, &[], &Fixes::default(), W), Some(Fix::SystemPackages { packages, .. }) if packages == ["g++"])
         );
     }
 
     #[test]
     fn an_old_release_that_does_not_build_is_unpinned_alone() {
-        let fix = diagnose("  × Failed to build `numpy==1.16.1`\n", &[]).unwrap();
+        let fix = diagnose("  × Failed to build `numpy==1.16.1`\n", &[], &Fixes::default(), W).unwrap();
         assert!(matches!(fix, Fix::Unpin { ref package, .. } if package == "numpy"), "{fix:?}");
-        let fix = diagnose("AttributeError: __spec__\n", &[]).unwrap();
+        let fix = diagnose("AttributeError: __spec__\n", &[], &Fixes::default(), W).unwrap();
         assert!(matches!(fix, Fix::Unpin { ref package, .. } if package == "pytest"));
     }
 
     #[test]
+    fn a_second_old_release_moves_the_pin_and_conflicting_pins_are_relaxed() {
+        let mut so_far = Fixes::default();
+        so_far.add(&Fix::Unpin { package: "kiwisolver".into(), because: String::new() });
+        let fix = diagnose("error: Failed to download and build `numpy==1.16.1`", &[], &so_far, W).unwrap();
+        assert!(matches!(fix, Fix::Repin { ref to, .. } if to == W), "{fix:?}");
+        let conflict = "  ╰─▶ Because you require numpy==1.12 and numpy>=1.14.3, we can conclude that your requirements are unsatisfiable.";
+        let fix = diagnose(conflict, &[], &Fixes::default(), W).unwrap();
+        assert!(matches!(fix, Fix::Relax { ref package, .. } if package == "numpy"), "{fix:?}");
+    }
+
+    #[test]
     fn a_missing_module_is_its_distribution_unless_it_is_the_project() {
-        let fix = diagnose("E   ModuleNotFoundError: No module named 'yaml'", &[]).unwrap();
+        let fix =
+            diagnose("E   ModuleNotFoundError: No module named 'yaml'", &[], &Fixes::default(), W).unwrap();
         assert!(matches!(fix, Fix::Requirement { ref distribution, .. } if distribution == "PyYAML"));
-        let fix = diagnose("No module named 'simplejson.decoder'", &[]).unwrap();
+        let fix = diagnose("No module named 'simplejson.decoder'", &[], &Fixes::default(), W).unwrap();
         assert!(matches!(fix, Fix::Requirement { ref distribution, .. } if distribution == "simplejson"));
-        assert_eq!(diagnose("No module named 'widgets'", &["widgets".into()]), None);
+        assert_eq!(diagnose("No module named 'widgets'", &["widgets".into()], &Fixes::default(), W), None);
     }
 
     #[test]

@@ -262,7 +262,7 @@ impl Environment {
                 }
                 Err(failure) => failure,
             };
-            let fix = diagnose(&failure.log, &p.project.imports);
+            let fix = diagnose(&failure.log, &p.project.imports, &fixes, &r.wheels_since);
             let reason = failure.reason();
             let repaired =
                 attempts.len() < self.max_repairs as usize && fix.as_ref().is_some_and(|f| fixes.add(f));
