@@ -276,7 +276,6 @@ impl Synthesis {
         let Some(fixed_commit) = i.pr.fixed_commit.clone() else {
             return Err(TaskError::reject("the PR has no fixed commit"));
         };
-        let docker = self.docker.get().await?;
         let work =
             tempfile::tempdir().map_err(|e| TaskError::infra(format!("no temporary directory: {e}")))?;
         let fixed = work.path().join("fixed");
@@ -302,6 +301,8 @@ impl Synthesis {
             if e.is_data_error() { TaskError::reject(e.to_string()) } else { TaskError::infra(e) }
         })?;
 
+        // Docker only once the data is known to be whole: a missing commit needs no daemon to say so.
+        let docker = self.docker.get().await?;
         let file = test_file_name(&input.item.id);
         let mut messages = self.first_messages(&i, &fix_diff);
         let mut history = Vec::new();
@@ -419,5 +420,62 @@ impl Synthesis {
 impl AsyncStage for Synthesis {
     async fn run(&self, input: TaskInput) -> Result<Value, TaskError> {
         self.synthesize(&input).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::engine::item::Item;
+
+    #[tokio::test]
+    async fn a_fixed_commit_the_mirror_lacks_is_a_rejection_not_an_error_to_retry() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init_bare(dir.path().join("o/r.git")).unwrap();
+        let blob = repo.blob(b"x = 1\n").unwrap();
+        let mut tree = repo.treebuilder(None).unwrap();
+        tree.insert("a.py", blob, 0o100644).unwrap();
+        let tree = repo.find_tree(tree.write().unwrap()).unwrap();
+        let who = git2::Signature::new("t", "t@example.org", &git2::Time::new(0, 0)).unwrap();
+        let head = repo.commit(Some("refs/heads/main"), &who, &who, "one", &tree, &[]).unwrap().to_string();
+
+        let url = format!("{}/{{repo}}.git", dir.path().display());
+        let template = |text: &str, known: &[&str]| Template::parse(text, known).unwrap();
+        let synthesis = Synthesis {
+            llm: Llm::new(LlmSpec::default().settings(), &dir.path().join("llm")).unwrap(),
+            prompt: template("[user]\n{{comment}}", &PLACEHOLDERS),
+            feedback: template("[user]\n{{problem}}", &FEEDBACK_PLACEHOLDERS),
+            mirrors: Arc::new(Mirrors::new(&url, dir.path(), &dir.path().join("cache"))),
+            docker: LazyDocker::default(),
+            max_attempts: 1,
+            repeats: 1,
+            timeout: Duration::from_secs(5),
+            file_lines: 20,
+        };
+        let missing = "0123456789abcdef0123456789abcdef01234567";
+        let pr = json!({"repo": "o/r", "title": "t", "body": "", "base_commit": head, "head_commit": head, "fixed_commit": missing});
+        let comment = json!({"text": "check x", "path": "a.py", "diff_hunk": null, "line": 1, "start_line": null, "original_line": 1, "original_start_line": null, "index": 1});
+        let context = json!({"path": "a.py", "start_line": 1, "end_line": 1, "file_before": "x = 1\n", "file_after": "x = 2\n"});
+        let input = TaskInput {
+            stage: "tests".into(),
+            item: Arc::new(Item::comment("c", "p", comment)),
+            pr: Some(Arc::new(Item::pr("p", pr))),
+            upstream: BTreeMap::from([
+                ("context".to_string(), context),
+                ("environment".to_string(), json!({"image": "never-built", "imports": []})),
+            ]),
+            providers: Arc::new(BTreeMap::from([
+                (contract::CommentContext::NAME, Arc::from("context")),
+                (contract::Environment::NAME, Arc::from("environment")),
+            ])),
+            meter: Arc::default(),
+        };
+        let out = synthesis.run(input).await;
+        let Err(TaskError::Reject { reason, .. }) = out else { panic!("{out:?}") };
+        assert!(reason.contains(&format!("commit {missing} is not in o/r")), "{reason}");
     }
 }
