@@ -214,8 +214,12 @@ pub fn repaired_recipe(
             packages.join(" ")
         )
     };
-    let newest: String =
-        fixes.unpinned.iter().map(|p| format!(" --exclude-newer-package {p}={NEWEST}")).collect();
+    let newest: String = fixes
+        .unpinned
+        .iter()
+        .map(|p| format!(" --exclude-newer-package {p}={NEWEST}"))
+        .chain(fixes.reinstalled.iter().map(|p| format!(" --reinstall-package {p}")))
+        .collect();
     let deps_dockerfile = format!(
         "FROM {tools_image}\n{system_step}{backend_step}COPY requirements.txt /curate/requirements.txt\n\
          RUN uv pip install --quiet --exclude-newer {pinned_to}{newest} -r /curate/requirements.txt\n{import_path}"

@@ -22,6 +22,9 @@ pub struct Fixes {
     /// Packages whose exact pins (`==`) are dropped: the project's files pin them in ways that
     /// cannot all hold (one pin per Python version, read together).
     pub relaxed: BTreeSet<String>,
+    /// Distributions installed again at the pin's date: one already there (the installer's own,
+    /// say) is newer and lacks a module the project imports from it.
+    pub reinstalled: BTreeSet<String>,
     /// A later date to resolve at, when more than one release of the pin's date does not build on
     /// this Python: the first date its wheels were common.
     pub pinned_no_earlier_than: Option<String>,
@@ -35,6 +38,7 @@ pub enum Fix {
     Requirement { distribution: String, because: String },
     Unpin { package: String, because: String },
     Relax { package: String, because: String },
+    Reinstall { distribution: String, because: String },
     Repin { to: String, because: String },
 }
 
@@ -48,6 +52,10 @@ impl Fixes {
             Fix::Requirement { distribution, .. } => self.requirements.insert(distribution.clone()),
             Fix::Unpin { package, .. } => self.unpinned.insert(package.clone()),
             Fix::Relax { package, .. } => self.relaxed.insert(package.clone()),
+            Fix::Reinstall { distribution, .. } => {
+                let new = self.reinstalled.insert(distribution.clone());
+                self.requirements.insert(distribution.clone()) | new
+            }
             Fix::Repin { to, .. } => {
                 let new = self.pinned_no_earlier_than.as_deref() != Some(to.as_str());
                 self.pinned_no_earlier_than = Some(to.clone());
@@ -307,6 +315,15 @@ pub fn diagnose(log: &str, own: &[String], so_far: &Fixes, wheels_since: &str) -
             if own.iter().any(|o| o == top) || top.is_empty() {
                 continue;
             }
+            // `pip._vendor.html5lib`: `pip` imports, so it is there, but not as of the pin's date.
+            if module.contains('.') {
+                return Some(Fix::Reinstall {
+                    distribution: distribution_for_module(top),
+                    because: format!(
+                        "the installed `{top}` is newer than the pin's date and has no `{module}`"
+                    ),
+                });
+            }
             return Some(Fix::Requirement {
                 distribution: distribution_for_module(top),
                 because: format!("the module `{top}` is not installed"),
@@ -408,8 +425,8 @@ mod tests {
         let fix =
             diagnose("E   ModuleNotFoundError: No module named 'yaml'", &[], &Fixes::default(), W).unwrap();
         assert!(matches!(fix, Fix::Requirement { ref distribution, .. } if distribution == "PyYAML"));
-        let fix = diagnose("No module named 'simplejson.decoder'", &[], &Fixes::default(), W).unwrap();
-        assert!(matches!(fix, Fix::Requirement { ref distribution, .. } if distribution == "simplejson"));
+        let fix = diagnose("No module named 'pip._vendor.html5lib'", &[], &Fixes::default(), W).unwrap();
+        assert!(matches!(fix, Fix::Reinstall { ref distribution, .. } if distribution == "pip"), "{fix:?}");
         assert_eq!(diagnose("No module named 'widgets'", &["widgets".into()], &Fixes::default(), W), None);
     }
 
