@@ -175,6 +175,9 @@ fn package_for_library(name: &str) -> Option<&'static [&'static str]> {
     LIBRARIES.iter().find(|(l, _)| *l == name).map(|(_, p)| *p)
 }
 
+/// What the tools layer installs at today's release, ahead of the pin's date.
+const TOOLS: [&str; 3] = ["pip", "setuptools", "uv"];
+
 /// The distribution that provides a top-level module, where the two names differ.
 pub fn distribution_for_module(module: &str) -> String {
     const DISTRIBUTIONS: &[(&str, &str)] = &[
@@ -315,10 +318,12 @@ pub fn diagnose(log: &str, own: &[String], so_far: &Fixes, wheels_since: &str) -
             if own.iter().any(|o| o == top) || top.is_empty() {
                 continue;
             }
-            // `pip._vendor.html5lib`: `pip` imports, so it is there, but not as of the pin's date.
-            if module.contains('.') {
+            // `pip._vendor.html5lib`: `pip` imports, so it is there, but not as of the pin's date;
+            // likewise a module of what the tools layer installs today (`pkg_resources`).
+            let distribution = distribution_for_module(top);
+            if module.contains('.') || TOOLS.contains(&distribution.as_str()) {
                 return Some(Fix::Reinstall {
-                    distribution: distribution_for_module(top),
+                    distribution,
                     because: format!(
                         "the installed `{top}` is newer than the pin's date and has no `{module}`"
                     ),
@@ -427,6 +432,8 @@ mod tests {
         assert!(matches!(fix, Fix::Requirement { ref distribution, .. } if distribution == "PyYAML"));
         let fix = diagnose("No module named 'pip._vendor.html5lib'", &[], &Fixes::default(), W).unwrap();
         assert!(matches!(fix, Fix::Reinstall { ref distribution, .. } if distribution == "pip"), "{fix:?}");
+        let fix = diagnose("No module named 'pkg_resources'", &[], &Fixes::default(), W).unwrap();
+        assert!(matches!(fix, Fix::Reinstall { ref distribution, .. } if distribution == "setuptools"));
         assert_eq!(diagnose("No module named 'widgets'", &["widgets".into()], &Fixes::default(), W), None);
     }
 
