@@ -219,6 +219,36 @@ fn between<'a>(line: &'a str, marker: &str, open: char, close: char) -> Option<&
 /// modules: a missing one is the project's fault, not a dependency to add. `so_far` are the
 /// repairs made already; `wheels_since` is when wheels for this Python became common.
 pub fn diagnose(log: &str, own: &[String], so_far: &Fixes, wheels_since: &str) -> Option<Fix> {
+    // A dependency's release of the pin's date that does not build here (no wheel for this
+    // Python): the newest of that one package instead, which has one, rather than what compiling
+    // the old one would need; a second such release means the pin's date is too old for this
+    // Python, so resolve at a later date.
+    for line in log.lines() {
+        for marker in ["Failed to build `", "Failed to download and build `"] {
+            if let Some(spec) = line.split(marker).nth(1).and_then(|r| r.split('`').next()) {
+                let package = spec.split(['=', '<', '>', '!', '~', ' ', '@']).next().unwrap_or("").trim();
+                if package.is_empty() || package == "." || spec.contains("file://") {
+                    continue;
+                }
+                // Unpinned and still not building: what it lacks is for the rules below.
+                if so_far.unpinned.contains(&package.to_lowercase()) {
+                    continue;
+                }
+                if !so_far.unpinned.is_empty() && so_far.pinned_no_earlier_than.is_none() {
+                    return Some(Fix::Repin {
+                        to: wheels_since.to_string(),
+                        because: format!(
+                            "{spec} is the second release of the pin's date that does not build on this Python"
+                        ),
+                    });
+                }
+                return Some(Fix::Unpin {
+                    package: package.to_lowercase(),
+                    because: format!("{spec} does not build on this Python"),
+                });
+            }
+        }
+    }
     for line in log.lines() {
         // `foo.c:3:10: fatal error: hdf5.h: No such file or directory`
         if let Some(header) =
@@ -274,30 +304,6 @@ pub fn diagnose(log: &str, own: &[String], so_far: &Fixes, wheels_since: &str) -
                 package: package.trim().to_lowercase(),
                 because: format!("the project's pins of {} cannot all hold", package.trim()),
             });
-        }
-    }
-    // An old release that does not build here: the newest of that one package instead; a second
-    // one means the pin's date is too old for this Python, so resolve at a later date.
-    for line in log.lines() {
-        for marker in ["Failed to build `", "Failed to download and build `"] {
-            if let Some(spec) = line.split(marker).nth(1).and_then(|r| r.split('`').next()) {
-                let package = spec.split(['=', '<', '>', '!', '~', ' ', '@']).next().unwrap_or("").trim();
-                if package.is_empty() || package == "." || spec.contains("file://") {
-                    continue;
-                }
-                if !so_far.unpinned.is_empty() && so_far.pinned_no_earlier_than.is_none() {
-                    return Some(Fix::Repin {
-                        to: wheels_since.to_string(),
-                        because: format!(
-                            "{spec} is the second release of the pin's date that does not build on this Python"
-                        ),
-                    });
-                }
-                return Some(Fix::Unpin {
-                    package: package.to_lowercase(),
-                    because: format!("{spec} does not build on this Python"),
-                });
-            }
         }
     }
     // Pytest of the pin's date that does not run on this Python.
@@ -435,6 +441,17 @@ mod tests {
         let fix = diagnose("No module named 'pkg_resources'", &[], &Fixes::default(), W).unwrap();
         assert!(matches!(fix, Fix::Reinstall { ref distribution, .. } if distribution == "setuptools"));
         assert_eq!(diagnose("No module named 'widgets'", &["widgets".into()], &Fixes::default(), W), None);
+    }
+
+    #[test]
+    fn a_dependency_that_does_not_build_is_unpinned_before_its_compiler_is_installed() {
+        let log = "  × Failed to build `pyzmq==23.2.0`\nerror: command 'x86_64-linux-gnu-g++' failed: No such file or directory\n";
+        let fix = diagnose(log, &[], &Fixes::default(), W).unwrap();
+        assert!(matches!(fix, Fix::Unpin { ref package, .. } if package == "pyzmq"), "{fix:?}");
+        let mut so_far = Fixes::default();
+        so_far.add(&fix);
+        let fix = diagnose(log, &[], &so_far, W).unwrap();
+        assert!(matches!(fix, Fix::SystemPackages { .. }), "unpinned and still failing: {fix:?}");
     }
 
     #[test]
