@@ -15,6 +15,8 @@
 //! Build tools are current on purpose: an editable install needs setuptools 64 or newer, and
 //! pinning the backend to an old date breaks every legacy project.
 
+use std::collections::BTreeSet;
+
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -176,9 +178,34 @@ pub fn repaired_recipe(
         requirements.push("pytest".into());
     }
     requirements.extend(fixes.requirements.iter().cloned());
-    requirements.retain(|r| {
-        !(r.contains("==") && fixes.relaxed.contains(&super::detect::requirement_name(r).to_lowercase()))
-    });
+    // Exact pins that cannot all hold: a static reading gathers every Python version's branch of
+    // a setup.py, so a package named more than once keeps only its non-exact specs. A relaxed or
+    // unpinned package keeps none (`--exclude-newer-package` cannot lift an `==`).
+    let name = |r: &str| super::detect::requirement_name(r);
+    let named_twice: BTreeSet<String> = {
+        let mut seen = BTreeSet::new();
+        requirements.iter().map(|r| name(r)).filter(|n| !seen.insert(n.clone())).collect()
+    };
+    let requirements_names_ranged: BTreeSet<String> =
+        requirements.iter().filter(|r| !r.contains("==")).map(|r| name(r)).collect();
+    let mut kept: Vec<String> = Vec::with_capacity(requirements.len());
+    for r in requirements {
+        let n = name(&r);
+        if !r.contains("==") {
+            kept.push(r);
+        } else if named_twice.contains(&n) {
+            // Its other specs stay; with none, the package itself.
+            let ranged = requirements_names_ranged.contains(&n);
+            if !ranged && !kept.contains(&n) {
+                kept.push(n);
+            }
+        } else if fixes.relaxed.contains(&n) || fixes.unpinned.contains(&n) {
+            kept.push(n);
+        } else {
+            kept.push(r);
+        }
+    }
+    let requirements = kept;
     let requirements_txt: String = requirements.iter().map(|r| format!("{r}\n")).collect();
     // The build backend matters only to an editable install; a project that imports from its
     // sources would get today's backend and its dependencies (a new `packaging`, say) ahead of
@@ -325,6 +352,30 @@ mod tests {
         assert_eq!(choose_suite(Some("==3.10.*")), None);
         assert!(satisfies(">=3.7,!=3.8.*", (3, 11)));
         assert!(!satisfies("~=3.12", (3, 11)));
+    }
+
+    #[test]
+    fn exact_pins_that_cannot_all_hold_are_dropped() {
+        let p = Project {
+            backend: "setuptools".into(),
+            requirements: vec![
+                "numpy==1.12".into(),
+                "numpy>=1.14.3".into(),
+                "tables==3.4.4".into(),
+                "six==1.0".into(),
+                "cython==0.29".into(),
+                "cython==0.29.14".into(),
+            ],
+            ..Project::default()
+        };
+        let mut fixes = Fixes::default();
+        fixes.add(&crate::environment::repair::Fix::Unpin {
+            package: "tables".into(),
+            because: String::new(),
+        });
+        let r = repaired_recipe(&p, "o/r", "i", "abcdef", "2020-01-01T00:00:00Z", None, &fixes, &[]).unwrap();
+        assert_eq!(r.requirements_txt, "numpy>=1.14.3\ntables\nsix==1.0\ncython\n");
+        assert!(r.deps_dockerfile.contains("--exclude-newer-package tables=2100-01-01T00:00:00Z"));
     }
 
     #[test]
