@@ -264,8 +264,20 @@ pub fn diagnose(log: &str, own: &[String], so_far: &Fixes, wheels_since: &str) -
         {
             return Some(system(packages, format!("pkg-config has no `{name}`")));
         }
-        if line.contains("pkg-config: not found") || line.contains("pkg-config: command not found") {
-            return Some(system(&["pkg-config"], "pkg-config is not installed".into()));
+        if line.contains("pkg-config: not found")
+            || line.contains("pkg-config: command not found")
+            || line.contains("pkg-config probably not installed")
+        {
+            // A build that looks its library up with pkg-config needs the library's headers too.
+            let mut packages = vec!["pkg-config"];
+            for (library, needs) in
+                [("HDF5", "libhdf5-dev"), ("libffi", "libffi-dev"), ("libxml", "libxml2-dev")]
+            {
+                if log.contains(library) {
+                    packages.push(needs);
+                }
+            }
+            return Some(system(&packages, "pkg-config is not installed".into()));
         }
         // `error: command 'x86_64-linux-gnu-g++' failed: No such file or directory`: C++ sources.
         if (line.contains("g++' failed: No such file") || line.contains("g++: not found"))
@@ -406,6 +418,11 @@ mod tests {
             ),
             None
         );
+        let h5py = "Building h5py requires pkg-config unless the HDF5 path is explicitly specified\nerror: pkg-config probably not installed: FileNotFoundError(2)";
+        let Some(Fix::SystemPackages { packages, .. }) = diagnose(h5py, &[], &Fixes::default(), W) else {
+            panic!()
+        };
+        assert_eq!(packages, ["pkg-config", "libhdf5-dev"]);
         let gxx = "error: command 'x86_64-linux-gnu-g++' failed: No such file or directory";
         assert!(
             matches!(diagnose(gxx, &[], &Fixes::default(), W), Some(Fix::SystemPackages { packages, .. }) if packages == ["g++"])

@@ -11,9 +11,10 @@ use futures_util::StreamExt;
 use super::docker::ExecError;
 
 /// A build that ran and failed: the Dockerfile step or the command inside it.
-/// Lines of a failed build's log kept for reading its error: a compiler's error can be far above
-/// the end, under a traceback and the installer's hints.
-const LOG_LINES: usize = 400;
+/// Lines of a failed build's log kept for reading its error: all of it, for the installer names
+/// the package that failed above the thousands of lines its build printed (cut in the middle past
+/// this many bytes).
+const LOG_BYTES: usize = 2_000_000;
 
 #[derive(Debug, Clone)]
 pub struct BuildFailure {
@@ -81,11 +82,11 @@ pub async fn build(
                     log.push_str(&s);
                 }
                 if let Some(e) = info.error_detail.and_then(|d| d.message) {
-                    return Ok(Err(BuildFailure { message: e, log_tail: tail_lines(&log, LOG_LINES) }));
+                    return Ok(Err(BuildFailure { message: e, log_tail: build_log(&log) }));
                 }
             }
             Err(bollard::errors::Error::DockerStreamError { error }) => {
-                return Ok(Err(BuildFailure { message: error, log_tail: tail_lines(&log, LOG_LINES) }));
+                return Ok(Err(BuildFailure { message: error, log_tail: build_log(&log) }));
             }
             Err(e) => return Err(e.into()),
         }
@@ -109,6 +110,12 @@ fn strip_ansi(line: &str) -> String {
         }
     }
     out
+}
+
+/// What the build's commands printed, without Docker's own bookkeeping, its middle cut past
+/// [`LOG_BYTES`].
+fn build_log(text: &str) -> String {
+    crate::text::keep_ends(&tail_lines(text, usize::MAX), LOG_BYTES)
 }
 
 /// The last `n` lines the build's commands printed, without Docker's own bookkeeping.
@@ -185,7 +192,7 @@ pub async fn commit_layer(
                 log.push_str(&String::from_utf8_lossy(&chunk.into_bytes()));
             }
             let message = format!("`{command}` exited with {code}");
-            return Ok(Err(BuildFailure { message, log_tail: tail_lines(&log, LOG_LINES) }));
+            return Ok(Err(BuildFailure { message, log_tail: build_log(&log) }));
         }
         let (repo, t) = tag.rsplit_once(':').unwrap_or((tag, "latest"));
         let options = CommitContainerOptionsBuilder::default().container(&id).repo(repo).tag(t).build();
