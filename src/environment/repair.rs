@@ -98,9 +98,12 @@ pub fn first_error(log: &str) -> String {
     {
         return l;
     }
-    if let Some(l) =
-        find(&|l| l.contains("Failed to build `") || l.contains("Failed to download and build `"))
-    {
+    // A dependency that failed to build; the project's own (`x @ file:///repo`) says more below.
+    let dependency = |l: &str| {
+        (l.contains("Failed to build `") || l.contains("Failed to download and build `"))
+            && !l.contains("file://")
+    };
+    if let Some(l) = find(&dependency) {
         return l;
     }
     let exception = |l: &&&str| {
@@ -285,6 +288,13 @@ pub fn diagnose(log: &str, own: &[String], so_far: &Fixes, wheels_since: &str) -
         {
             return Some(system(&["g++"], "a C++ compiler is needed".into()));
         }
+        // Pillow: `The headers or library files could not be found for jpeg, a required dependency`
+        if let Some(name) =
+            line.split("could not be found for ").nth(1).and_then(|r| r.split([',', ' ']).next())
+            && let Some(packages) = package_for_library(name)
+        {
+            return Some(system(packages, format!("the headers of {name} are missing")));
+        }
         // `/usr/bin/ld: cannot find -lhdf5`
         if let Some(name) = line
             .split("cannot find -l")
@@ -382,6 +392,8 @@ mod tests {
         );
         let uv = "  × Failed to build `numpy==1.16.1`\n  ├─▶ The build backend returned an error\nhint: `setuptools` was filtered by `exclude-newer`\n";
         assert_eq!(first_error(uv), "Failed to build `numpy==1.16.1`");
+        let own = "× Failed to build `pillow @ file:///repo`\n  File \"setup.py\", line 1\nRequiredDependencyException: jpeg\nhint: This usually indicates a problem with the package\n";
+        assert_eq!(first_error(own), "RequiredDependencyException: jpeg");
         let pytest = "ImportError while loading conftest '/repo/tests/conftest.py'.\ntests/conftest.py:3: in <module>\n    import simplejson\nE   ModuleNotFoundError: No module named 'simplejson'\n";
         assert_eq!(first_error(pytest), "ModuleNotFoundError: No module named 'simplejson'");
         assert_eq!(first_error("step one\nit broke here\n   ^^^\n"), "it broke here");
@@ -417,6 +429,10 @@ mod tests {
                 W
             ),
             None
+        );
+        let pillow = "RequiredDependencyException: jpeg\nThe headers or library files could not be found for jpeg,\na required dependency when compiling Pillow from source.";
+        assert!(
+            matches!(diagnose(pillow, &[], &Fixes::default(), W), Some(Fix::SystemPackages { packages, .. }) if packages == ["libjpeg-dev"])
         );
         let h5py = "Building h5py requires pkg-config unless the HDF5 path is explicitly specified\nerror: pkg-config probably not installed: FileNotFoundError(2)";
         let Some(Fix::SystemPackages { packages, .. }) = diagnose(h5py, &[], &Fixes::default(), W) else {
