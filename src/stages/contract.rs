@@ -117,8 +117,8 @@ impl Contract for Revision {
 /// `review_filter`: why a comment was kept.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FilterVerdict {
-    /// One of the paper's ten categories.
-    pub category: String,
+    /// One of the paper's ten categories, when the model named one.
+    pub category: Option<String>,
     pub reason: String,
 }
 
