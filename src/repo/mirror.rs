@@ -30,6 +30,18 @@ impl RepoError {
     }
 }
 
+/// A repository error as a task's: the data's fault (a commit that does not exist) is a rejection,
+/// since retrying will not bring it; anything else is the infrastructure's, tried again next run.
+impl From<RepoError> for crate::engine::stage::TaskError {
+    fn from(e: RepoError) -> Self {
+        if e.is_data_error() {
+            crate::engine::stage::TaskError::reject(e.to_string())
+        } else {
+            crate::engine::stage::TaskError::Infra(Box::new(e))
+        }
+    }
+}
+
 pub struct Mirrors {
     /// Clone URL template: `{repo}` is `owner/name`, `{owner}` and `{name}` its parts.
     url: String,

@@ -31,7 +31,7 @@ use crate::exec::docker::image_exists;
 use crate::exec::sandbox::run;
 use crate::exec::testrun::{REPO, env_spec, tree_files};
 use crate::record::PullRequest;
-use crate::repo::{Mirrors, RepoError, working_files};
+use crate::repo::{Mirrors, working_files};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -196,19 +196,12 @@ impl Environment {
             (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone(), checkout.clone());
         let patch = pr.patch.clone().unwrap_or_default();
         let prepared = tokio::task::spawn_blocking(move || -> Result<_, TaskError> {
-            let git = |e: RepoError| {
-                if e.is_data_error() {
-                    TaskError::reject(e.to_string())
-                } else {
-                    TaskError::infra(e.to_string())
-                }
-            };
-            let mirror = mirrors.open(&repo, &[&head]).map_err(git)?;
-            let missing = mirror.materialize(&head, &dest).map_err(git)?;
+            let mirror = mirrors.open(&repo, &[&head])?;
+            let missing = mirror.materialize(&head, &dest)?;
             let listing =
                 working_files(&dest).map_err(|e| TaskError::infra(format!("reading the checkout: {e}")))?;
             let project = detect(&|p: &str| std::fs::read_to_string(dest.join(p)).ok(), &listing);
-            let changed = mirror.last_change(&head, &project.spec_files, 20_000).map_err(git)?;
+            let changed = mirror.last_change(&head, &project.spec_files, 20_000)?;
             let version = project
                 .needs_build
                 .is_some()

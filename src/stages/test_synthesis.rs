@@ -295,11 +295,8 @@ impl Synthesis {
             mirror.diff_of(&head, &fixed_commit, &paths)
         })
         .await
-        .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))?
-        // A commit the mirror lacks is the data's fault: retrying will not bring it.
-        .map_err(|e| {
-            if e.is_data_error() { TaskError::reject(e.to_string()) } else { TaskError::infra(e) }
-        })?;
+        // A commit the mirror lacks is the data's fault (a rejection): retrying will not bring it.
+        .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))??;
 
         // Docker only once the data is known to be whole: a missing commit needs no daemon to say so.
         let docker = self.docker.get().await?;
