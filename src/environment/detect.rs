@@ -3,6 +3,8 @@
 //! tests: the backend, the Python range, the dependencies it declares statically, its test extras,
 //! the test runner and the names to import.
 
+use std::collections::BTreeSet;
+
 use serde::Serialize;
 
 /// Extras that carry test dependencies, in the order they are preferred.
@@ -33,7 +35,9 @@ pub struct Project {
     pub name: Option<String>,
     /// `setuptools`, `setuptools (setup.py)`, `poetry`, `flit`, `hatch`, `pdm`, or the backend named.
     pub backend: String,
-    /// Packages the build backend needs (names only: they are installed current, not date-pinned).
+    /// Packages the build needs. The build tools (see [`BUILD_TOOLS`]) are names only: they are
+    /// installed current. The rest (Cython, numpy, pkgconfig, …) keep their specifiers and resolve
+    /// at the pin's date like the requirements: today's Cython does not compile old `.pyx` files.
     pub build_requires: Vec<String>,
     pub requires_python: Option<String>,
     /// Requirements declared statically, runtime and test together.
@@ -87,6 +91,32 @@ fn needs_build(files: &[Option<&String>], backend: &str, listing: &[String]) -> 
         .map(|l| format!("sources to compile, such as {l}"))
 }
 
+/// Build backends and installers: current versions build old projects (an editable install needs
+/// setuptools 64 or newer), so they are named without a version and never pinned by date.
+pub const BUILD_TOOLS: [&str; 14] = [
+    "setuptools",
+    "wheel",
+    "pip",
+    "setuptools-scm",
+    "hatchling",
+    "hatch-vcs",
+    "hatch-fancy-pypi-readme",
+    "flit-core",
+    "flit-scm",
+    "poetry-core",
+    "poetry-dynamic-versioning",
+    "pdm-backend",
+    "pdm-pep517",
+    "editables",
+];
+
+/// A build requirement as the recipe installs it: a build tool by its name, anything else as
+/// written.
+fn build_requirement(req: &str) -> String {
+    let name = requirement_name(req);
+    if BUILD_TOOLS.contains(&name.as_str()) { name } else { req.trim().to_string() }
+}
+
 /// Package name of a PEP 508 requirement (`Foo[bar]>=1; python_version<"3"` is `foo`).
 pub fn requirement_name(req: &str) -> String {
     req.trim()
@@ -112,18 +142,43 @@ fn requirement_lines(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// A tox `deps` line without its factor condition: `coverage: coverage` is `coverage`, installed
-/// in the environments with that factor.
-fn without_tox_factor(line: &str) -> &str {
+/// A tox `deps` line split into its factor condition and the requirement: `py38,!pypy: pytest-xdist`
+/// is `("py38,!pypy", "pytest-xdist")`; a line with no condition has `""`.
+fn split_tox_factor(line: &str) -> (&str, &str) {
     match line.split_once(": ") {
         Some((factors, rest))
             if !factors.is_empty()
                 && factors.chars().all(|c| c.is_ascii_alphanumeric() || ",!-_.".contains(c)) =>
         {
-            rest.trim()
+            (factors, rest.trim())
         }
-        _ => line,
+        _ => ("", line),
     }
+}
+
+/// The factors of tox's default environments (`{py38,py39}-{test}-{deps,mindeps},docs` has py38,
+/// py39, test, deps, mindeps and docs).
+fn tox_envlist_factors(tox: &str) -> BTreeSet<String> {
+    let envlist = ini_section(tox, "tox").into_iter().find(|(k, _)| k == "envlist").map(|(_, v)| v);
+    envlist
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .flat_map(|l| l.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.')))
+        .filter(|f| !f.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Whether a dependency under factor condition `condition` is part of a default environment: one
+/// of its `,`-separated alternatives has all its `-`-joined factors in `envlist` (a negated factor
+/// cannot be told and passes). With no envlist, every dependency is.
+fn tox_condition_holds(condition: &str, envlist: &BTreeSet<String>) -> bool {
+    condition.is_empty()
+        || envlist.is_empty()
+        || condition.split(',').any(|alternative| {
+            alternative.split('-').all(|f| f.starts_with('!') || envlist.contains(f.trim()))
+        })
 }
 
 /// The quoted strings inside the first `[...]` after `key=` in Python source: a static reading of
@@ -137,6 +192,82 @@ fn python_list_after(source: &str, key: &str) -> Vec<String> {
     }
     let Some(close) = rest[open..].find(']') else { return Vec::new() };
     quoted(&rest[open + 1..open + close])
+}
+
+/// The requirements of a `setup(key=...)` argument in setup.py: a literal list, or a name bound to
+/// one (`setup_requires=SETUP_REQUIRES`, with `SETUP_REQUIRES = [...]` above). An f-string whose
+/// name is a placeholder is left out; one with a placeholder in its version keeps only the name.
+fn setup_py_list(source: &str, key: &str) -> Vec<String> {
+    // `key = ` as an argument, spaces or not; the first one with a value after it.
+    let value = source.match_indices(key).find_map(|(at, _)| {
+        let after = source[at + key.len()..].trim_start();
+        let before = source[..at].chars().next_back();
+        let whole = !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        after.strip_prefix('=').filter(|v| whole && !v.starts_with('=')).map(str::trim_start)
+    });
+    let Some(value) = value else { return Vec::new() };
+    let found = if value.starts_with('[') {
+        python_list_after(value, "")
+    } else {
+        let name: String = value.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        if name.is_empty() {
+            return Vec::new();
+        }
+        // The binding of that name at the start of a line: `NAME = [...]`, or a sum of lists and
+        // names (`NAME = OTHER + [...]`), whose literal lists are read.
+        let mut at = 0;
+        let mut list = Vec::new();
+        for line in source.split_inclusive('\n') {
+            if let Some(value) =
+                line.strip_prefix(name.as_str()).and_then(|r| r.trim_start().strip_prefix('='))
+                && !value.starts_with('=')
+            {
+                list = literal_lists_of_sum(&source[at + line.len() - value.len()..]);
+                break;
+            }
+            at += line.len();
+        }
+        list
+    };
+    found
+        .into_iter()
+        .filter_map(|r| {
+            let name_end = r.find(|c: char| !(c.is_ascii_alphanumeric() || "-_.[]".contains(c)));
+            let name = &r[..name_end.unwrap_or(r.len())];
+            if name.is_empty() || name.contains('{') {
+                None
+            } else if r.contains('{') {
+                Some(name.to_string())
+            } else {
+                Some(r)
+            }
+        })
+        .collect()
+}
+
+/// The quoted strings of the literal lists in a Python sum such as `A + ['x', 'y'] + [...]`.
+fn literal_lists_of_sum(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text.trim_start();
+    loop {
+        if let Some(inner) = rest.strip_prefix('[') {
+            let Some(close) = inner.find(']') else { break };
+            out.extend(quoted(&inner[..close]));
+            rest = &inner[close + 1..];
+        } else {
+            let name_len =
+                rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+            if name_len == 0 {
+                break;
+            }
+            rest = &rest[name_len..];
+        }
+        match rest.trim_start_matches([' ', '\t']).strip_prefix('+') {
+            Some(more) => rest = more.trim_start(),
+            None => break,
+        }
+    }
+    out
 }
 
 fn quoted(text: &str) -> Vec<String> {
@@ -220,7 +351,7 @@ pub fn detect(read: &dyn Fn(&str) -> Option<String>, listing: &[String]) -> Proj
         let build = pp.get("build-system");
         let backend = build.and_then(|b| b.get("build-backend")).and_then(|b| b.as_str()).unwrap_or("");
         p.build_requires =
-            string_list(build.and_then(|b| b.get("requires"))).iter().map(|r| requirement_name(r)).collect();
+            string_list(build.and_then(|b| b.get("requires"))).iter().map(|r| build_requirement(r)).collect();
         p.backend = match backend {
             b if b.starts_with("setuptools") => "setuptools".into(),
             b if b.starts_with("poetry") => "poetry".into(),
@@ -281,6 +412,12 @@ pub fn detect(read: &dyn Fn(&str) -> Option<String>, listing: &[String]) -> Proj
                 .next();
         }
         p.requirements.extend(python_list_after(src, "install_requires"));
+        for r in setup_py_list(src, "setup_requires") {
+            let r = build_requirement(&r);
+            if !p.build_requires.contains(&r) {
+                p.build_requires.push(r);
+            }
+        }
         for (extra, reqs) in setup_py_extras(src) {
             if !p.extras.contains(&extra) {
                 p.extras.push(extra);
@@ -329,8 +466,15 @@ pub fn detect(read: &dyn Fn(&str) -> Option<String>, listing: &[String]) -> Proj
     if let Some(tox) = read("tox.ini") {
         for (k, v) in ini_section(&tox, "testenv") {
             if k == "deps" {
-                let deps = requirement_lines(&v).into_iter().map(|r| without_tox_factor(&r).to_string());
-                p.requirements.extend(deps.filter(|r| !r.contains('{')));
+                // Dependencies of environments tox does not make by default (an `mpi4py:` factor
+                // left out of the envlist) are not the test suite's.
+                let envlist = tox_envlist_factors(&tox);
+                for line in requirement_lines(&v) {
+                    let (condition, requirement) = split_tox_factor(&line);
+                    if tox_condition_holds(condition, &envlist) && !requirement.contains('{') {
+                        p.requirements.push(requirement.to_string());
+                    }
+                }
             }
             if k == "commands" && v.contains("pytest") {
                 p.runner = Some(Runner::Pytest);
@@ -442,6 +586,34 @@ mod tests {
     }
 
     #[test]
+    fn build_requirements_keep_their_specs_but_build_tools_do_not() {
+        let pp = detect_in(&[(
+            "pyproject.toml",
+            "[build-system]\nrequires = [\"Cython ~=0.29\", \"oldest-supported-numpy\", \"setuptools >=61\", \"wheel\"]\n",
+        )]);
+        assert_eq!(pp.build_requires, ["Cython ~=0.29", "oldest-supported-numpy", "setuptools", "wheel"]);
+        // setup_requires through a name bound to a list; f-strings keep only a literal name.
+        let bound = detect_in(&[(
+            "setup.py",
+            "import os\nNP = '1.17'\nSETUP_REQUIRES = [\n    'pkgconfig',\n    \"Cython >=0.29.14; python_version>='3.8'\",\n    f\"numpy =={NP}\",\n    f\"{os.name}\",\n] + ['more']\nif os.environ.get('NO_SETUP_REQUIRES'):\n    SETUP_REQUIRES = []\nsetup(name='h', setup_requires = SETUP_REQUIRES)\n",
+        )]);
+        assert_eq!(
+            bound.build_requires,
+            ["setuptools", "pkgconfig", "Cython >=0.29.14; python_version>='3.8'", "numpy", "more"]
+        );
+        let literal =
+            detect_in(&[("setup.py", "setup(name='w', setup_requires=['numpy', 'setuptools>=40'])\n")]);
+        assert_eq!(literal.build_requires, ["setuptools", "numpy"]);
+        let sum = detect_in(&[(
+            "setup.py",
+            "RUN = [DEP, 'six']\nSETUP = RUN + [DEP, 'Cython>=0.25', 'pkgconfig']\nsetup(setup_requires = SETUP if x else [])\n",
+        )]);
+        assert_eq!(sum.build_requires, ["setuptools", "Cython>=0.25", "pkgconfig"]);
+        let none = detect_in(&[("setup.py", "setup(name='w', my_setup_requires=x)\n")]);
+        assert_eq!(none.build_requires, ["setuptools"]);
+    }
+
+    #[test]
     fn projects_that_must_be_built_to_import_are_told_apart() {
         let setup = |body: &str| detect_in(&[("setup.py", body), ("pkg/__init__.py", "")]);
         let flat = setup("from setuptools import setup\nsetup(name='pkg')\n");
@@ -521,10 +693,15 @@ mod tests {
 
     #[test]
     fn tox_factor_conditions_are_not_part_of_a_requirement() {
-        assert_eq!(without_tox_factor("coverage: coverage"), "coverage");
-        assert_eq!(without_tox_factor("py38,!pypy: pytest-xdist>=2"), "pytest-xdist>=2");
-        assert_eq!(without_tox_factor("pytest>=6"), "pytest>=6");
-        assert_eq!(without_tox_factor("git+https://example.org/x.git"), "git+https://example.org/x.git");
+        assert_eq!(split_tox_factor("coverage: coverage"), ("coverage", "coverage"));
+        assert_eq!(split_tox_factor("py38,!pypy: pytest-xdist>=2"), ("py38,!pypy", "pytest-xdist>=2"));
+        assert_eq!(split_tox_factor("pytest>=6"), ("", "pytest>=6"));
+        assert_eq!(split_tox_factor("git+https://example.org/x.git"), ("", "git+https://example.org/x.git"));
+        let tox = "[tox]\n# envlist = {py38}-{test}-{mpi4py}\nenvlist = {py37,py38}-{test}-{deps,mindeps},docs\n\
+                   [testenv]\ndeps =\n    test: pytest\n    py38-mindeps: cython==0.29.14\n    mpi4py: mpi4py>=2.0.0\n    \
+                   tables-deps: tables>=3.4.4\n    !pypy: six\n    attrs\n";
+        let p = detect_in(&[("setup.py", "setup(name='x')"), ("tox.ini", tox)]);
+        assert_eq!(p.requirements, ["attrs", "cython==0.29.14", "pytest", "six"]);
     }
 
     #[test]
