@@ -2,8 +2,8 @@
 //!
 //! 1. base (`curate images bootstrap`): Debian, Python, git, a compiler; the suite picks the Python;
 //! 2. tools: a venv with uv, pip, setuptools and wheel, current versions;
-//! 3. dependencies: the build backends (current) and the declared requirements resolved as they were
-//!    on the PR's date (`uv pip install --exclude-newer`), keyed by repository and the hash of that
+//! 3. dependencies: the build tools (current), what else the build needs (Cython, numpy, …) and the
+//!    declared requirements resolved as they were on the PR's date (`uv pip install --exclude-newer`), keyed by repository and the hash of that
 //!    spec, so PRs with the same spec share it;
 //! 4. instance: the repository itself. A project whose sources import as they are (pure Python,
 //!    no version file written at build time) gets no layer of its own: its image is the dependency
@@ -20,13 +20,17 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::detect::{Project, Runner};
+use super::detect::{BUILD_TOOLS, Project, Runner};
 use super::repair::Fixes;
 use crate::exec::testrun::REPO;
 
-/// Debian suites with the Python each carries, in order of preference.
+/// Debian suites with the Python each carries, oldest Python first.
 pub const SUITES: [(&str, (u32, u32)); 3] =
-    [("bookworm", (3, 11)), ("trixie", (3, 13)), ("bullseye", (3, 9))];
+    [("bullseye", (3, 9)), ("bookworm", (3, 11)), ("trixie", (3, 13))];
+
+/// Scientific packages whose source builds take many minutes on two cores.
+const WHEELS_ONLY: [&str; 8] =
+    ["numpy", "scipy", "pandas", "matplotlib", "scikit-learn", "pyarrow", "tables", "h5py"];
 
 /// Bumped when the layers' recipes change, so old images are not reused.
 /// 3: no `wheel` in the tools layer (its `packaging`, today's, stood in for the one of the pin's
@@ -70,12 +74,21 @@ pub fn wheels_since(v: (u32, u32)) -> &'static str {
     }
 }
 
-/// The first suite whose Python fits the project's range.
-pub fn choose_suite(requires_python: Option<&str>) -> Option<(&'static str, (u32, u32))> {
-    match requires_python {
-        None => Some(SUITES[0]),
-        Some(spec) => SUITES.iter().copied().find(|(_, v)| satisfies(spec, *v)),
-    }
+/// The suites whose Python fits the project's range, in the order to try them. First the Python of
+/// the pin's date: the newest whose wheels were common by then (see [`wheels_since`]), or the
+/// oldest there is for an older pin; period pins have wheels for it and build on it. Then the
+/// others, nearest first (the newer of two as near).
+pub fn suites_by_date(requires_python: Option<&str>, pin: &str) -> Vec<(&'static str, (u32, u32))> {
+    let fitting: Vec<_> = SUITES
+        .iter()
+        .copied()
+        .filter(|(_, v)| requires_python.is_none_or(|spec| satisfies(spec, *v)))
+        .collect();
+    // RFC 3339 times in UTC compare as strings.
+    let first = fitting.iter().rposition(|(_, v)| wheels_since(*v) <= pin).unwrap_or(0);
+    let mut order: Vec<usize> = (0..fitting.len()).collect();
+    order.sort_by_key(|&i| (i.abs_diff(first), std::cmp::Reverse(i)));
+    order.into_iter().map(|i| fitting[i]).collect()
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -102,6 +115,15 @@ pub struct Recipe {
     pub pinned_to: String,
     /// When wheels for this Python were common (see [`wheels_since`]).
     pub wheels_since: String,
+}
+
+/// `s` as one word for `sh`.
+fn shell_quote(s: &str) -> String {
+    if s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.=~,".contains(c)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
 }
 
 fn tag_part(s: &str) -> String {
@@ -156,7 +178,12 @@ pub fn repaired_recipe(
     fixes: &Fixes,
     related_tests: &[String],
 ) -> Result<Recipe, String> {
-    let (suite, (major, minor)) = choose_suite(p.requires_python.as_deref()).ok_or_else(|| {
+    let suites = suites_by_date(p.requires_python.as_deref(), pin);
+    let chosen = match &fixes.suite {
+        Some(s) => suites.iter().find(|(name, _)| name == s),
+        None => suites.first(),
+    };
+    let &(suite, (major, minor)) = chosen.ok_or_else(|| {
         format!("no base image has a Python in {}", p.requires_python.as_deref().unwrap_or("?"))
     })?;
     // RFC 3339 times in UTC compare as strings.
@@ -217,10 +244,46 @@ pub fn repaired_recipe(
     };
     backends.sort();
     backends.dedup();
+    // Today's setuptools uses the `packaging` it finds installed, and one of an old pin's date
+    // lacks what it calls (`canonicalize_version(strip_trailing_zero=…)`): a project built by it
+    // gets today's.
+    let packaging_current = p.needs_build.is_some() && !fixes.unpinned.contains("packaging");
+    let newest: String = fixes
+        .unpinned
+        .iter()
+        .map(String::as_str)
+        .chain(packaging_current.then_some("packaging"))
+        .map(|p| format!(" --exclude-newer-package {p}={NEWEST}"))
+        .chain(fixes.reinstalled.iter().map(|p| format!(" --reinstall-package {p}")))
+        .collect();
+    // Packages that take many minutes to compile come as wheels only: a release of the pin's date
+    // with none for this Python fails at once, and a rule repins it, instead of a compile that
+    // runs out the time (numpy 1.19 on Python 3.11, say).
+    let named: BTreeSet<String> = requirements.iter().chain(&backends).map(|r| name(r)).collect();
+    let own = p.name.as_deref().map(name).unwrap_or_default();
+    let wheels_only: String = if WHEELS_ONLY.iter().any(|h| named.contains(*h)) {
+        WHEELS_ONLY.iter().filter(|h| **h != own).map(|h| format!(" --only-binary {h}")).collect()
+    } else {
+        String::new()
+    };
+    let is_tool = |b: &String| BUILD_TOOLS.contains(&b.as_str());
     let backend_step = if backends.is_empty() {
         String::new()
-    } else {
+    } else if backends.iter().all(is_tool) {
         format!("RUN uv pip install --quiet {}\n", backends.join(" "))
+    } else {
+        // What the build needs besides its tools (Cython, numpy, …) as of the pin's date, the
+        // tools current.
+        let current: String = backends
+            .iter()
+            .filter(|b| is_tool(b))
+            .map(|b| format!(" --exclude-newer-package {b}={NEWEST}"))
+            .collect();
+        let quoted: Vec<String> = backends.iter().map(|b| shell_quote(b)).collect();
+        format!(
+            "RUN uv pip install --quiet --exclude-newer {pinned_to}{newest}{wheels_only}{current} {}\n",
+            quoted.join(" ")
+        )
     };
     // Without an instance layer, the import root under /repo goes on sys.path here (the
     // repository's top level is already there: tests run from /repo).
@@ -241,15 +304,17 @@ pub fn repaired_recipe(
             packages.join(" ")
         )
     };
-    let newest: String = fixes
-        .unpinned
-        .iter()
-        .map(|p| format!(" --exclude-newer-package {p}={NEWEST}"))
-        .chain(fixes.reinstalled.iter().map(|p| format!(" --reinstall-package {p}")))
-        .collect();
+    // Variables a repair set: every install below, the instance's included, sees them. Their
+    // values are plain words (see `repair::env_value_ok`), so neither needs quotes.
+    let env_step = if fixes.env.is_empty() {
+        String::new()
+    } else {
+        let pairs: Vec<String> = fixes.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        format!("ENV {}\n", pairs.join(" "))
+    };
     let deps_dockerfile = format!(
-        "FROM {tools_image}\n{system_step}{backend_step}COPY requirements.txt /curate/requirements.txt\n\
-         RUN uv pip install --quiet --exclude-newer {pinned_to}{newest} -r /curate/requirements.txt\n{import_path}"
+        "FROM {tools_image}\n{env_step}{system_step}{backend_step}COPY requirements.txt /curate/requirements.txt\n\
+         RUN uv pip install --quiet --exclude-newer {pinned_to}{newest}{wheels_only} -r /curate/requirements.txt\n{import_path}"
     );
     let key =
         hex::encode(Sha256::digest(format!("{repo}\n{deps_dockerfile}\n{requirements_txt}").as_bytes()));
@@ -257,22 +322,32 @@ pub fn repaired_recipe(
     let target = if p.extras.is_empty() { ".".to_string() } else { format!(".[{}]", p.extras.join(",")) };
     // setuptools-scm and hatch-vcs read the version from git; the checkout's history stays behind.
     let version_env = version.map(|v| format!("SETUPTOOLS_SCM_PRETEND_VERSION={v} ")).unwrap_or_default();
-    let install_command = format!(
-        "{version_env}uv pip install --quiet --exclude-newer {pinned_to}{newest} --no-build-isolation -e \"{target}\""
+    let pth = format!(
+        "python -c \"import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()['purelib'], 'curate-repo.pth').write_text('{}\\\\n')\"",
+        if p.import_root.is_empty() { REPO.to_string() } else { format!("{REPO}/{}", p.import_root) }
     );
+    let install_command = if fixes.in_place {
+        format!("{version_env}python setup.py build_ext --inplace && {pth}")
+    } else {
+        format!(
+            "{version_env}uv pip install --quiet --exclude-newer {pinned_to}{newest} --no-build-isolation -e \"{target}\""
+        )
+    };
     let instance_dockerfile = match &p.needs_build {
         Some(_) => format!("FROM {deps_image}\nCOPY repo /repo\nWORKDIR /repo\nRUN {install_command}\n"),
         // What a run does: the tree under test in /repo, on the dependency layer.
         None => format!("FROM {deps_image}\nCOPY repo /repo\nWORKDIR /repo\n"),
     };
+    let exports: String = fixes.env.iter().map(|(k, v)| format!("export {k}={v}\n")).collect();
     let install_script = format!(
         "# {instance} at {head}: Python {major}.{minor} (Debian {suite}), backend {}\n\
-         {}python3 -m venv /opt/venv && pip install --upgrade uv setuptools\n{}\
-         uv pip install --exclude-newer {pinned_to}{newest} -r requirements.txt\n\
-         {version_env}uv pip install --exclude-newer {pinned_to}{newest} --no-build-isolation -e \"{target}\"\n",
+         {exports}{}python3 -m venv /opt/venv && pip install --upgrade uv setuptools\n{}\
+         uv pip install --exclude-newer {pinned_to}{newest}{wheels_only} -r requirements.txt\n\
+         {}\n",
         p.backend,
         system_step.trim_start_matches("RUN "),
-        backend_step.trim_start_matches("RUN ")
+        backend_step.trim_start_matches("RUN "),
+        install_command.replace(" --quiet", ""),
     );
     let mut verify = Vec::new();
     if !p.imports.is_empty() {
@@ -343,15 +418,18 @@ mod tests {
     }
 
     #[test]
-    fn python_ranges_pick_a_suite() {
-        assert_eq!(choose_suite(None).unwrap().0, "bookworm");
-        assert_eq!(choose_suite(Some(">=3.8")).unwrap().0, "bookworm");
-        assert_eq!(choose_suite(Some(">=3.6, <3.10")).unwrap().0, "bullseye");
-        assert_eq!(choose_suite(Some(">=3.12")).unwrap().0, "trixie");
-        assert_eq!(choose_suite(Some("^3.8")).unwrap().0, "bookworm");
-        assert_eq!(choose_suite(Some("==3.10.*")), None);
-        assert!(satisfies(">=3.7,!=3.8.*", (3, 11)));
-        assert!(!satisfies("~=3.12", (3, 11)));
+    fn the_python_of_the_pins_date_comes_first_then_the_nearest() {
+        let names = |spec: Option<&str>, pin: &str| -> Vec<&str> {
+            suites_by_date(spec, pin).into_iter().map(|(s, _)| s).collect()
+        };
+        assert_eq!(names(None, "2019-06-01T00:00:00Z"), ["bullseye", "bookworm", "trixie"]);
+        assert_eq!(names(Some(">=3.8"), "2022-06-01T00:00:00Z"), ["bullseye", "bookworm", "trixie"]);
+        assert_eq!(names(Some(">=3.8"), "2024-03-18T11:20:00Z"), ["bookworm", "trixie", "bullseye"]);
+        assert_eq!(names(None, "2025-06-01T00:00:00Z"), ["trixie", "bookworm", "bullseye"]);
+        assert_eq!(names(Some(">=3.6, <3.10"), "2024-03-18T11:20:00Z"), ["bullseye"]);
+        assert_eq!(names(Some(">=3.12"), "2021-01-01T00:00:00Z"), ["trixie"]);
+        assert_eq!(names(Some("^3.8"), "2023-06-01T00:00:00Z"), ["bookworm", "trixie", "bullseye"]);
+        assert!(names(Some("==3.10.*"), "2023-06-01T00:00:00Z").is_empty());
     }
 
     #[test]
@@ -376,6 +454,41 @@ mod tests {
         let r = repaired_recipe(&p, "o/r", "i", "abcdef", "2020-01-01T00:00:00Z", None, &fixes, &[]).unwrap();
         assert_eq!(r.requirements_txt, "numpy>=1.14.3\ntables\nsix==1.0\ncython\n");
         assert!(r.deps_dockerfile.contains("--exclude-newer-package tables=2100-01-01T00:00:00Z"));
+    }
+
+    #[test]
+    fn build_requirements_other_than_tools_resolve_at_the_pin() {
+        let p = Project {
+            backend: "setuptools".into(),
+            build_requires: vec![
+                "Cython ~=0.29".into(),
+                "setuptools".into(),
+                "pkgconfig; python_version>='3.8'".into(),
+            ],
+            needs_build: Some("compiled extensions".into()),
+            ..Project::default()
+        };
+        let r = recipe(&p, "o/r", "i", "abcdef", "2023-03-01T00:00:00Z").unwrap();
+        let step = r.deps_dockerfile.lines().find(|l| l.contains("Cython")).unwrap();
+        assert_eq!(
+            step,
+            r#"RUN uv pip install --quiet --exclude-newer 2023-03-01T00:00:00Z --exclude-newer-package packaging=2100-01-01T00:00:00Z --exclude-newer-package setuptools=2100-01-01T00:00:00Z 'Cython ~=0.29' 'pkgconfig; python_version>='\''3.8'\''' setuptools"#
+        );
+        // numpy, which compiles for many minutes, comes as a wheel only (the project itself is
+        // built all the same).
+        let sci = Project { name: Some("h5py".into()), requirements: vec!["numpy".into()], ..p.clone() };
+        let r = recipe(&sci, "o/r", "i", "abcdef", "2023-03-01T00:00:00Z").unwrap();
+        assert!(
+            r.deps_dockerfile.contains(" --only-binary numpy --only-binary scipy"),
+            "{}",
+            r.deps_dockerfile
+        );
+        assert!(!r.deps_dockerfile.contains("--only-binary h5py"), "{}", r.deps_dockerfile);
+        assert!(!r.install_command.contains("--only-binary"), "{}", r.install_command);
+        // Tools alone stay current, with no date.
+        let tools = Project { build_requires: vec!["setuptools".into(), "wheel".into()], ..p };
+        let t = recipe(&tools, "o/r", "i", "abcdef", "2023-03-01T00:00:00Z").unwrap();
+        assert!(t.deps_dockerfile.contains("RUN uv pip install --quiet setuptools wheel\n"));
     }
 
     #[test]

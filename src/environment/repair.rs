@@ -5,7 +5,7 @@
 //! Every rule here was met on real pull requests (`datasets/real/`); what no rule covers is
 //! rejected with the first real error line, never a caret or a hint.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -28,18 +28,60 @@ pub struct Fixes {
     /// A later date to resolve at, when more than one release of the pin's date does not build on
     /// this Python: the first date its wheels were common.
     pub pinned_no_earlier_than: Option<String>,
+    /// Another Debian suite (so another Python) than the one of the pin's date.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suite: Option<String>,
+    /// Environment variables the dependency and editable installs see.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// The project is built in place (`setup.py build_ext --inplace`) and imported from its
+    /// checkout, not installed in editable mode.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub in_place: bool,
 }
 
 /// One change a rule proposes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Fix {
-    SystemPackages { packages: Vec<String>, because: String },
-    Requirement { distribution: String, because: String },
-    Unpin { package: String, because: String },
-    Relax { package: String, because: String },
-    Reinstall { distribution: String, because: String },
-    Repin { to: String, because: String },
+    SystemPackages {
+        packages: Vec<String>,
+        because: String,
+    },
+    Requirement {
+        distribution: String,
+        because: String,
+    },
+    Unpin {
+        package: String,
+        because: String,
+    },
+    Relax {
+        package: String,
+        because: String,
+    },
+    Reinstall {
+        distribution: String,
+        because: String,
+    },
+    Repin {
+        to: String,
+        because: String,
+    },
+    /// Another Python: the build failed on the one of the pin's date in a way no rule knows.
+    Python {
+        suite: String,
+        python: String,
+        because: String,
+    },
+    Env {
+        name: String,
+        value: String,
+        because: String,
+    },
+    BuildInPlace {
+        because: String,
+    },
 }
 
 impl Fixes {
@@ -60,6 +102,15 @@ impl Fixes {
                 let new = self.pinned_no_earlier_than.as_deref() != Some(to.as_str());
                 self.pinned_no_earlier_than = Some(to.clone());
                 new
+            }
+            Fix::Python { suite, .. } => {
+                let new = self.suite.as_deref() != Some(suite.as_str());
+                self.suite = Some(suite.clone());
+                new
+            }
+            Fix::BuildInPlace { .. } => !std::mem::replace(&mut self.in_place, true),
+            Fix::Env { name, value, .. } => {
+                self.env.insert(name.clone(), value.clone()).as_ref() != Some(value)
             }
         }
     }
@@ -218,6 +269,51 @@ fn between<'a>(line: &'a str, marker: &str, open: char, close: char) -> Option<&
     Some(&rest[start..end])
 }
 
+/// The package a wheels-only install found no wheel of for this Python (see the recipe's
+/// `WHEELS_ONLY`).
+pub fn wheel_missing(log: &str) -> Option<&str> {
+    log.lines().find_map(|l| between(l, "Wheels are required for", '`', '`'))
+}
+
+/// For a package with no wheel for this Python at the pin's date `pin`: when that date is before
+/// wheels for this Python were common, resolve at the date they were (one release of a package
+/// there is many; its newest would be years past the pin).
+pub fn repin_for_wheels(log: &str, so_far: &Fixes, pin: &str, wheels_since: &str) -> Option<Fix> {
+    let package = wheel_missing(log)?;
+    (pin < wheels_since && so_far.pinned_no_earlier_than.is_none()).then(|| Fix::Repin {
+        to: wheels_since.to_string(),
+        because: format!("{package} of the pin's date has no wheel for this Python"),
+    })
+}
+
+/// `Because only numpy<=1.26.4 is available and you require numpy>=2.0.0rc1`, with the pin's date
+/// as the filter: the package the project asks a release of that is newer than the date its spec
+/// is pinned to.
+fn newer_than_pin(log: &str) -> Option<String> {
+    if !log.contains("filtered by `exclude-newer`") {
+        return None;
+    }
+    log.lines().find_map(|line| {
+        let rest = line.split("Because only ").nth(1).filter(|_| line.contains("you require "))?;
+        let end = rest.find(['<', '>', '=', '!', '~', ' '])?;
+        Some(rest[..end].trim().to_lowercase()).filter(|p| !p.is_empty())
+    })
+}
+
+/// For a release newer than the pin's date that the project asks for: the spec took its form
+/// before that release, and the PR (of `pr_date`) came after. Resolve as of the PR's date, which
+/// keeps the rest of the dependencies near the pin, rather than take that package at its newest.
+pub fn repin_to_pr_date(log: &str, so_far: &Fixes, pin: &str, pr_date: Option<&str>) -> Option<Fix> {
+    let package = newer_than_pin(log)?;
+    let date = pr_date.filter(|d| *d > pin && so_far.pinned_no_earlier_than.is_none())?;
+    Some(Fix::Repin {
+        to: date.to_string(),
+        because: format!(
+            "the project requires a release of {package} newer than the pin's date; the PR's date has it"
+        ),
+    })
+}
+
 /// A repair for a failed step's log, if a rule knows one. `own` are the project's own top-level
 /// modules: a missing one is the project's fault, not a dependency to add. `so_far` are the
 /// repairs made already; `wheels_since` is when wheels for this Python became common.
@@ -227,7 +323,7 @@ pub fn diagnose(log: &str, own: &[String], so_far: &Fixes, wheels_since: &str) -
     // the old one would need; a second such release means the pin's date is too old for this
     // Python, so resolve at a later date.
     for line in log.lines() {
-        for marker in ["Failed to build `", "Failed to download and build `"] {
+        for marker in ["Failed to build `", "Failed to download and build `", "Wheels are required for `"] {
             if let Some(spec) = line.split(marker).nth(1).and_then(|r| r.split('`').next()) {
                 let package = spec.split(['=', '<', '>', '!', '~', ' ', '@']).next().unwrap_or("").trim();
                 if package.is_empty() || package == "." || spec.contains("file://") {
@@ -327,6 +423,14 @@ pub fn diagnose(log: &str, own: &[String], so_far: &Fixes, wheels_since: &str) -
                 because: format!("the project's pins of {} cannot all hold", package.trim()),
             });
         }
+    }
+    // A release newer than the pin's date, asked for by the project: that one package at its
+    // newest (see [`repin_to_pr_date`] for the first try).
+    if let Some(package) = newer_than_pin(log).filter(|p| !so_far.unpinned.contains(p)) {
+        return Some(Fix::Unpin {
+            because: format!("the project requires a release of {package} newer than the pin's date"),
+            package,
+        });
     }
     // Pytest of the pin's date that does not run on this Python.
     if log.contains("AttributeError: __spec__")
@@ -459,6 +563,23 @@ mod tests {
         so_far.add(&Fix::Unpin { package: "kiwisolver".into(), because: String::new() });
         let fix = diagnose("error: Failed to download and build `numpy==1.16.1`", &[], &so_far, W).unwrap();
         assert!(matches!(fix, Fix::Repin { ref to, .. } if to == W), "{fix:?}");
+        let nowheel = "hint: Wheels are required for `numpy` because building from source is disabled for `numpy` (i.e., with `--no-build-package numpy`)";
+        let early = "2020-09-17T00:00:00Z";
+        let fix = repin_for_wheels(nowheel, &Fixes::default(), early, W).unwrap();
+        assert!(matches!(fix, Fix::Repin { ref to, .. } if to == W), "{fix:?}");
+        assert_eq!(repin_for_wheels(nowheel, &Fixes::default(), "2024-01-01T00:00:00Z", W), None);
+        let fix = diagnose(nowheel, &[], &Fixes::default(), W).unwrap();
+        assert!(matches!(fix, Fix::Unpin { ref package, .. } if package == "numpy"), "{fix:?}");
+        let newer = "cause: Because only numpy<=1.26.4 is available and you require numpy>=2.0.0rc1, we can conclude that your requirements are unsatisfiable.\nhint: `numpy` was filtered by `exclude-newer` to only include packages uploaded before 2024-06-06T10:21:05Z.";
+        let fix = diagnose(newer, &[], &Fixes::default(), W).unwrap();
+        assert!(matches!(fix, Fix::Unpin { ref package, .. } if package == "numpy"), "{fix:?}");
+        let fix =
+            repin_to_pr_date(newer, &Fixes::default(), "2024-06-06T10:21:05Z", Some("2024-07-30T00:00:00Z"));
+        assert!(matches!(fix, Some(Fix::Repin { ref to, .. }) if to == "2024-07-30T00:00:00Z"), "{fix:?}");
+        assert_eq!(
+            repin_to_pr_date(newer, &Fixes::default(), "2024-06-06T10:21:05Z", Some("2024-01-01")),
+            None
+        );
         let conflict = "  ╰─▶ Because you require numpy==1.12 and numpy>=1.14.3, we can conclude that your requirements are unsatisfiable.";
         let fix = diagnose(conflict, &[], &Fixes::default(), W).unwrap();
         assert!(matches!(fix, Fix::Relax { ref package, .. } if package == "numpy"), "{fix:?}");

@@ -335,6 +335,27 @@ impl Mirror {
         self.export_tree(commit, dest)
     }
 
+    /// The submodules of `commit` as `.gitmodules` declares them and its tree pins them: path,
+    /// repository (`owner/name`, read from the URL) and commit.
+    pub fn submodules(&self, commit: &str) -> Result<Vec<Submodule>, RepoError> {
+        let Some(text) = self.file_at(commit, ".gitmodules")? else { return Ok(Vec::new()) };
+        let tree = self.commit(commit)?.tree().map_err(|e| self.git(e))?;
+        let mut out = Vec::new();
+        for (path, url) in gitmodules(&String::from_utf8_lossy(&text)) {
+            let Ok(entry) = tree.get_path(Path::new(&path)) else { continue };
+            if entry.kind() != Some(git2::ObjectType::Commit) {
+                continue;
+            }
+            // `https://github.com/owner/name.git`, `git@github.com:owner/name`: its last two parts.
+            let parts: Vec<&str> =
+                url.trim_end_matches('/').trim_end_matches(".git").rsplit(['/', ':']).take(2).collect();
+            if let [name, owner] = parts.as_slice() {
+                out.push(Submodule { path, repo: format!("{owner}/{name}"), commit: entry.id().to_string() });
+            }
+        }
+        Ok(out)
+    }
+
     /// `git describe --tags` of `commit`: the nearest tag, and how far past it, for a build that
     /// reads its version from git but runs where the history is not.
     pub fn describe(&self, commit: &str) -> Option<String> {
@@ -343,6 +364,63 @@ impl Mirror {
         options.describe_tags();
         let described = object.describe(&options).ok()?;
         described.format(None).ok()
+    }
+}
+
+/// A submodule pinned by a commit's tree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Submodule {
+    pub path: String,
+    pub repo: String,
+    pub commit: String,
+}
+
+/// `(path, url)` of each `[submodule]` section of a `.gitmodules` file.
+fn gitmodules(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let (mut path, mut url) = (None, None);
+    let mut flush = |path: &mut Option<String>, url: &mut Option<String>| {
+        if let (Some(p), Some(u)) = (path.take(), url.take()) {
+            out.push((p, u));
+        }
+    };
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            flush(&mut path, &mut url);
+        } else if let Some((key, value)) = line.split_once('=') {
+            match key.trim() {
+                "path" => path = Some(value.trim().to_string()),
+                "url" => url = Some(value.trim().to_string()),
+                _ => {}
+            }
+        }
+    }
+    flush(&mut path, &mut url);
+    out
+}
+
+impl Mirrors {
+    /// A checkout of `commit` of `mirror` in `dest` ([`Mirror::materialize`]) with its submodules'
+    /// files, each from the mirror of its own repository at the pinned commit. What could not be
+    /// written is returned: files the mirrors lack, and a submodule whose mirror is not there or
+    /// lacks its commit (by its path and why).
+    pub fn checkout(&self, mirror: &Mirror, commit: &str, dest: &Path) -> Result<Vec<String>, RepoError> {
+        let mut missing = mirror.materialize(commit, dest)?;
+        for sub in mirror.submodules(commit)? {
+            let files = self
+                .open(&sub.repo, &[&sub.commit])
+                .and_then(|m| m.export_tree(&sub.commit, &dest.join(&sub.path)));
+            match files {
+                Ok(lacking) => missing.extend(lacking.into_iter().map(|f| format!("{}/{f}", sub.path))),
+                Err(e) => missing.push(format!(
+                    "{} (submodule {} at {}: {e})",
+                    sub.path,
+                    sub.repo,
+                    &sub.commit[..12]
+                )),
+            }
+        }
+        Ok(missing)
     }
 }
 
@@ -485,6 +563,52 @@ mod tests {
         assert!(remote.open("acme/widgets", &[&commits[1]]).is_ok());
         let err = remote.open("acme/widgets", &["0123456789abcdef0123456789abcdef01234567"]).err().unwrap();
         assert!(matches!(err, RepoError::Clone { .. }), "a missing commit triggers a fetch: {err}");
+    }
+
+    #[test]
+    fn a_checkout_brings_its_submodules_from_their_own_mirrors() {
+        let dir = tempfile::tempdir().unwrap();
+        let commits = fixture(dir.path());
+        // A repository whose `vendor/widgets` is acme/widgets at its first commit, and whose
+        // `vendor/gone` names a repository with no mirror.
+        let app = dir.path().join("src/acme/app");
+        std::fs::create_dir_all(&app).unwrap();
+        let git = |args: &[&str]| {
+            let out = Command::new("git")
+                .args(["-c", "user.name=T", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"])
+                .args(args)
+                .current_dir(&app)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        git(&["init", "-q", "-b", "main"]);
+        std::fs::write(
+            app.join(".gitmodules"),
+            "[submodule \"vendor/widgets\"]\n\tpath = vendor/widgets\n\turl = https://github.com/acme/widgets.git\n\
+             [submodule \"vendor/gone\"]\n\tpath = vendor/gone\n\turl = git@github.com:acme/gone\n",
+        )
+        .unwrap();
+        std::fs::write(app.join("main.py"), "import sys\n").unwrap();
+        git(&["add", "."]);
+        git(&["update-index", "--add", "--cacheinfo", &format!("160000,{},vendor/widgets", commits[0])]);
+        git(&["update-index", "--add", "--cacheinfo", &format!("160000,{},vendor/gone", commits[1])]);
+        git(&["commit", "-qm", "app"]);
+        let head = git(&["rev-parse", "HEAD"]);
+
+        let mirrors = Mirrors::new("src/{repo}", dir.path(), &dir.path().join("cache"));
+        let m = mirrors.open("acme/app", &[&head]).unwrap();
+        let subs = m.submodules(&head).unwrap();
+        assert_eq!(subs.len(), 2);
+        assert_eq!((subs[0].path.as_str(), subs[0].repo.as_str()), ("vendor/widgets", "acme/widgets"));
+        assert_eq!(subs[1].repo, "acme/gone");
+        let out = dir.path().join("out");
+        let missing = mirrors.checkout(&m, &head, &out).unwrap();
+        assert_eq!(std::fs::read_to_string(out.join("main.py")).unwrap(), "import sys\n");
+        assert!(std::fs::read_to_string(out.join("vendor/widgets/a.py")).unwrap().starts_with("x = 1\n"));
+        assert_eq!(missing.len(), 1, "{missing:?}");
+        assert!(missing[0].starts_with("vendor/gone (submodule acme/gone at "), "{missing:?}");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! instance), and verifies the image: the package imports and the test runner collects tests. A PR
 //! whose environment does not build or verify is rejected with the step and its last log line.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,18 +18,24 @@ use super::{AsyncStage, StageContext, StageDef, TaskError, TaskInput, adapt, pr_
 use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
+use crate::engine::stage::Meter;
 use crate::environment::detect::Project;
 use crate::environment::detect::detect;
+use crate::environment::model_repair;
+use crate::environment::recipe::suites_by_date;
 use crate::environment::recipe::{Recipe, instance_tag, repaired_recipe, rfc3339, version_from_describe};
 use crate::environment::related::related_tests;
-use crate::environment::repair::{Fixes, diagnose, first_error};
+use crate::environment::repair::{Fix, Fixes, diagnose, first_error, repin_for_wheels, repin_to_pr_date};
 use crate::errors::ConfigError;
-use crate::exec::ExecError;
+use crate::exec::bootstrap::{Bootstrap, bootstrap};
 use crate::exec::build::{BuildFailure, build, build_lock, commit_layer};
 use crate::exec::docker::LazyDocker;
 use crate::exec::docker::image_exists;
 use crate::exec::sandbox::run;
 use crate::exec::testrun::{REPO, env_spec, tree_files};
+use crate::llm::LlmSpec;
+use crate::llm::client::Llm;
+use crate::llm::prompt::Template;
 use crate::record::PullRequest;
 use crate::repo::{Mirrors, working_files};
 
@@ -42,6 +48,11 @@ struct Config {
     /// Repairs of the recipe after a failed build or verification (see `environment::repair`).
     #[serde(default = "default_max_repairs")]
     max_repairs: u32,
+    /// The model's repair step (`environment::model_repair`), for a failure no rule and no other
+    /// Python fixes: its prompt, relative to the pipeline file. Without it, no model is asked.
+    repair_prompt: Option<PathBuf>,
+    #[serde(default)]
+    llm: LlmSpec,
 }
 
 fn default_max_repairs() -> u32 {
@@ -57,22 +68,46 @@ struct Environment {
     docker: LazyDocker,
     verify_timeout: Duration,
     max_repairs: u32,
+    advisor: Option<Advisor>,
+}
+
+/// The model of the repair step, and its prompt.
+struct Advisor {
+    llm: Llm,
+    template: Template,
 }
 
 pub fn build_stage(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
     let config: Config = parse_config(config)?;
+    let advisor = match &config.repair_prompt {
+        Some(prompt) => {
+            let template = ctx.template("repair_prompt", prompt, &model_repair::PLACEHOLDERS)?;
+            let settings = ctx.llm.merged(&config.llm).settings();
+            let llm = Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("llm", e))?;
+            Some(Advisor { llm, template })
+        }
+        None => None,
+    };
+    // The model's settings that change answers are in the fingerprint.
+    let fingerprint = advisor.as_ref().map_or(Value::Null, |a| a.llm.settings.fingerprint());
+    let files = config.repair_prompt.iter().map(|p| p.to_string_lossy().into_owned()).collect();
     let stage = adapt(Environment {
         mirrors: ctx.mirrors.clone(),
         docker: LazyDocker::default(),
         verify_timeout: Duration::from_secs(config.verify_timeout_secs),
         max_repairs: config.max_repairs,
+        advisor,
     });
     Ok(StageDef {
         side_effects: true,
         provides: Some(contract::Environment::NAME),
+        files,
+        fingerprint_extra: fingerprint,
+        unhashed: &["llm"],
         // 3: failed builds are repaired by rule; a project that imports from its sources gets no
-        // build backend.
-        ..StageDef::new(stage, 3, Scope::Pr, Resource::Docker)
+        // build backend. 4: the Python of the pin's date, the others on failure; what the build
+        // needs besides its tools pinned by date; the model's repairs.
+        ..StageDef::new(stage, 4, Scope::Pr, Resource::Docker)
     })
 }
 
@@ -177,6 +212,42 @@ impl StepFailure {
     }
 }
 
+impl Advisor {
+    /// The model's changes for `failure` of recipe `r`, and its answer as it came.
+    async fn ask(
+        &self,
+        pr: &PullRequest,
+        r: &Recipe,
+        failure: &StepFailure,
+        suites: &[(&str, (u32, u32))],
+        meter: &Meter,
+    ) -> Result<(model_repair::Proposal, String), TaskError> {
+        let pythons: Vec<String> = suites.iter().map(|(_, (a, b))| format!("{a}.{b}")).collect();
+        let step = failure.command.clone().unwrap_or_else(|| failure.step.to_string());
+        // The same failure asks the same question, so a recorded answer replays.
+        let steady = model_repair::steady_log(&failure.log);
+        let values = std::collections::BTreeMap::from([
+            ("project", pr.repo.clone()),
+            ("python", r.python.clone()),
+            ("suite", r.suite.clone()),
+            ("pin", r.pinned_to.chars().take(10).collect()),
+            ("install_script", r.install_script.trim_end().to_string()),
+            ("step", step),
+            ("error", first_error(&steady)),
+            ("log_tail", crate::text::last_bytes(&crate::text::last_lines(&steady, 40), 3000).to_string()),
+            ("pythons", pythons.join(", ")),
+        ]);
+        let request = self.llm.request(self.template.render(&values));
+        let (answer, _) = self
+            .llm
+            .chat(&request)
+            .await
+            .map_err(|e| TaskError::infra(format!("the model's repair step: {e}")))?;
+        meter.add(answer.usage.into());
+        Ok((model_repair::read_answer(&answer.text, suites), answer.text))
+    }
+}
+
 /// What a built and verified environment is made of.
 struct Built {
     image: String,
@@ -197,7 +268,7 @@ impl Environment {
         let patch = pr.patch.clone().unwrap_or_default();
         let prepared = tokio::task::spawn_blocking(move || -> Result<_, TaskError> {
             let mirror = mirrors.open(&repo, &[&head])?;
-            let missing = mirror.materialize(&head, &dest)?;
+            let missing = mirrors.checkout(&mirror, &head, &dest)?;
             let listing =
                 working_files(&dest).map_err(|e| TaskError::infra(format!("reading the checkout: {e}")))?;
             let project = detect(&|p: &str| std::fs::read_to_string(dest.join(p)).ok(), &listing);
@@ -226,11 +297,14 @@ impl Environment {
         Ok(Prepared { _work: work, checkout, project, pin, version, related, missing })
     }
 
-    /// Builds the environment, and when a step fails, repairs the recipe by rule and tries again,
-    /// up to `max_repairs` times. Every attempt is kept: what failed, the fix, the log's tail.
-    async fn make(&self, pr: &PullRequest, instance: &str) -> Result<Value, TaskError> {
+    /// Builds the environment, and when a step fails, repairs the recipe and tries again, up to
+    /// `max_repairs` times: by rule first, then on another Python, then (when configured) as the
+    /// model proposes. Every attempt is kept: what failed, the fix, the log's tail.
+    async fn make(&self, pr: &PullRequest, instance: &str, meter: &Meter) -> Result<Value, TaskError> {
         let docker = self.docker.get().await?;
         let p = self.prepare(pr).await?;
+        let suites = suites_by_date(p.project.requires_python.as_deref(), &p.pin);
+        let mut tried_suites: Vec<&str> = Vec::new();
         let mut fixes = Fixes::default();
         let mut attempts = Vec::new();
         loop {
@@ -245,6 +319,9 @@ impl Environment {
                 &p.related,
             )
             .map_err(TaskError::reject)?;
+            if let Some((suite, _)) = suites.iter().find(|(s, _)| *s == r.suite) {
+                tried_suites.push(suite);
+            }
             let failure = match self.attempt(&docker, &r, instance, &pr.head_commit, &p.checkout).await? {
                 Ok(built) => {
                     let mut out = output(&r, &p.project, built, &fixes, attempts);
@@ -255,15 +332,60 @@ impl Environment {
                 }
                 Err(failure) => failure,
             };
-            let fix = diagnose(&failure.log, &p.project.imports, &fixes, &r.wheels_since);
             let reason = failure.reason();
-            let repaired =
-                attempts.len() < self.max_repairs as usize && fix.as_ref().is_some_and(|f| fixes.add(f));
-            attempts.push(json!({
+            let mut attempt = json!({
                 "failed": reason,
-                "fix": fix,
+                "python": r.python,
                 "log_tail": crate::text::last_lines(&failure.log, 40),
-            }));
+            });
+            let mut repaired = false;
+            if attempts.len() < self.max_repairs as usize {
+                let rule = repin_for_wheels(&failure.log, &fixes, &r.pinned_to, &r.wheels_since)
+                    .or_else(|| {
+                        repin_to_pr_date(&failure.log, &fixes, &r.pinned_to, pr.created_at.as_deref())
+                    })
+                    .or_else(|| diagnose(&failure.log, &p.project.imports, &fixes, &r.wheels_since));
+                // A file of the checkout that is not there is not for another Python to bring.
+                let error = first_error(&failure.log);
+                let missing_file = error.contains("No such file or directory") && error.contains(REPO);
+                let other_python =
+                    suites.iter().find(|(s, _)| !tried_suites.contains(s)).filter(|_| !missing_file);
+                let legacy_editable = failure.step == "the editable install"
+                    && p.project.spec_files.iter().any(|f| f == "setup.py")
+                    && !fixes.in_place;
+                if let Some(fix) = rule.filter(|f| fixes.add(f)) {
+                    attempt["fix"] = json!(fix);
+                    repaired = true;
+                } else if legacy_editable {
+                    let fix = Fix::BuildInPlace {
+                        because: "the setup.py does not install in editable mode with today's setuptools"
+                            .into(),
+                    };
+                    repaired = fixes.add(&fix);
+                    attempt["fix"] = json!(fix);
+                } else if let Some(&(suite, (major, minor))) = other_python {
+                    let fix = Fix::Python {
+                        suite: suite.into(),
+                        python: format!("{major}.{minor}"),
+                        because: format!("no rule knows this failure on Python {}", r.python),
+                    };
+                    repaired = fixes.add(&fix);
+                    attempt["fix"] = json!(fix);
+                } else if let Some(advisor) = &self.advisor {
+                    let (proposal, answer) = advisor.ask(pr, &r, &failure, &suites, meter).await?;
+                    let new: Vec<&Fix> = proposal.fixes.iter().filter(|f| fixes.add(f)).collect();
+                    repaired = !new.is_empty();
+                    attempt["fix"] = json!({
+                        "kind": "model",
+                        "changes": new,
+                        "answer": answer,
+                        "ignored": proposal.ignored,
+                    });
+                } else {
+                    attempt["fix"] = Value::Null;
+                }
+            }
+            attempts.push(attempt);
             if !repaired {
                 return Err(TaskError::Reject { reason, detail: json!({"attempts": attempts}) });
             }
@@ -280,7 +402,12 @@ impl Environment {
         checkout: &Path,
     ) -> Result<Result<Built, StepFailure>, TaskError> {
         if !image_exists(docker, &r.base_image).await? {
-            return Err(ExecError::MissingImage(r.base_image.clone()).into());
+            // Another Python's base image is made the first time a PR needs it (a few minutes,
+            // once per machine), as `curate images bootstrap --suite` would.
+            let _guard = build_lock(&r.base_image).await;
+            let mut b = Bootstrap::new(&r.suite);
+            b.tag = r.base_image.clone();
+            bootstrap(docker, &b, |_| {}).await?;
         }
         let failed = |step: &'static str, f: BuildFailure| StepFailure {
             step,
@@ -362,7 +489,7 @@ fn output(r: &Recipe, project: &Project, built: Built, fixes: &Fixes, repairs: V
 
 impl AsyncStage for Environment {
     async fn run(&self, input: TaskInput) -> Result<Value, TaskError> {
-        self.make(&pr_record(&input)?, &input.item.id).await
+        self.make(&pr_record(&input)?, &input.item.id, &input.meter).await
     }
 }
 

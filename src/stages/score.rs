@@ -84,7 +84,7 @@ impl Score {
         let tree = work.join("tree");
         let (mirrors, repo, head, dest) =
             (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone(), tree.clone());
-        tokio::task::spawn_blocking(move || mirrors.open(&repo, &[&head])?.materialize(&head, &dest))
+        tokio::task::spawn_blocking(move || mirrors.checkout(&mirrors.open(&repo, &[&head])?, &head, &dest))
             .await
             .map_err(|e| format!("the git worker failed: {e}"))?
             .map_err(|e| e.to_string())?;

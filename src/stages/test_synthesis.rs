@@ -289,8 +289,8 @@ impl Synthesis {
         // The two trees to run against, and what the fix changed in the commented file.
         let fix_diff = tokio::task::spawn_blocking(move || {
             let mirror = mirrors.open(&repo, &[&head, &fixed_commit])?;
-            mirror.materialize(&head, &reviewed_dest)?;
-            mirror.materialize(&fixed_commit, &dest)?;
+            mirrors.checkout(&mirror, &head, &reviewed_dest)?;
+            mirrors.checkout(&mirror, &fixed_commit, &dest)?;
             let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
             mirror.diff_of(&head, &fixed_commit, &paths)
         })
