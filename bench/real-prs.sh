@@ -18,6 +18,8 @@ if ! python3 scripts/real-dataset; then
 fi
 cargo build --release --quiet
 target/release/curate images bootstrap >/dev/null
+# The repair step asks the local model (scripts/model-server; built once per machine, ~15 min).
+scripts/model-server start >/dev/null
 
 work=target/bench-real
 rm -rf "$work"
@@ -35,15 +37,18 @@ report() {
 import json, sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 rows = db.execute("SELECT item, state, output, message, duration_ms FROM tasks WHERE stage = 'environment' ORDER BY item").fetchall()
-print("| PR | result | s | deps s | verify s | repairs | reason |")
-print("|---|---|---:|---:|---:|---:|---|")
+print("| PR | result | Python | s | deps s | verify s | repairs | reason |")
+print("|---|---|---|---:|---:|---:|---:|---|")
 for item, state, out, msg, ms in rows:
     o = json.loads(out) if out else {}
     s = o.get("seconds", {}) if isinstance(o, dict) else {}
     # A kept record lists its repairs; a rejected one every attempt, the last being the failure.
     repairs = len(o.get("repairs", [])) if state == "kept" else max(len(o.get("attempts", [])) - 1, 0)
+    tried = [a.get("fix") or {} for a in o.get("repairs", o.get("attempts", []))]
+    kinds = ",".join(f.get("kind", "?") for f in tried if f)
+    python = o.get("python") or "/".join(dict.fromkeys(a.get("python", "") for a in o.get("attempts", [])))
     reason = (msg or "").replace("|", "\\|")[:160]
-    print(f"| {item} | {state} | {(ms or 0) / 1000:.1f} | {s.get('deps', 0):.1f} | {s.get('verify', 0):.1f} | {repairs} | {reason} |")
+    print(f"| {item} | {state} | {python} | {(ms or 0) / 1000:.1f} | {s.get('deps', 0):.1f} | {s.get('verify', 0):.1f} | {repairs} {kinds} | {reason} |")
 PY
 }
 

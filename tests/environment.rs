@@ -69,8 +69,8 @@ fn project(s: &Scratch, name: &str, files: &[(&str, &str)]) -> PathBuf {
     project_at(s, name, files, None)
 }
 
-/// A repository of `files` in one commit (made at `date` when given, so dependencies pin to it),
-/// and a SWE-CARE record of it.
+/// A repository of `files` in one commit (made at `date`, 2024-06-01 if not given: dependencies
+/// pin to it), and a SWE-CARE record of it.
 fn project_at(s: &Scratch, name: &str, files: &[(&str, &str)], date: Option<&str>) -> PathBuf {
     let dir = s.path(&format!("src/{name}"));
     for (path, text) in files {
@@ -79,9 +79,9 @@ fn project_at(s: &Scratch, name: &str, files: &[(&str, &str)], date: Option<&str
     let git = |args: &[&str]| {
         let mut cmd = Command::new("git");
         cmd.args(["-c", "user.name=t", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"]).args(args);
-        if let Some(date) = date {
-            cmd.env("GIT_AUTHOR_DATE", date).env("GIT_COMMITTER_DATE", date);
-        }
+        // A fixed date by default: dependencies pin to it, and it picks the Python (bookworm's).
+        let date = date.unwrap_or("2024-06-01T00:00:00Z");
+        cmd.env("GIT_AUTHOR_DATE", date).env("GIT_COMMITTER_DATE", date);
         let o = cmd.current_dir(&dir).output().unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8_lossy(&o.stdout).trim().to_string()
@@ -104,11 +104,8 @@ fn environments_that_do_not_install_or_import_are_rejected_with_the_step() {
         return;
     }
     let s = Scratch::new();
-    let pyproject = |deps: &str| {
-        format!(
-            "[build-system]\nrequires = [\"setuptools>=64\"]\nbuild-backend = \"setuptools.build_meta\"\n[project]\nname = \"broken\"\nversion = \"0.1\"\ndependencies = [{deps}]\n"
-        )
-    };
+    // One Python fits: a failure is final after the rules, with no other Python to try.
+    let pyproject = |deps: &str| pyproject_for("broken", deps, ">=3.11,<3.12");
     let missing = project(
         &s,
         "nodeps",
@@ -211,6 +208,12 @@ fn a_src_layout_imports_from_the_tree_and_an_extension_gets_a_layer_of_its_own()
 }
 
 /// The one environment of state `state`: its final state and its record (output or rejection).
+fn pyproject_for(name: &str, deps: &str, python: &str) -> String {
+    format!(
+        "[build-system]\nrequires = [\"setuptools>=64\"]\nbuild-backend = \"setuptools.build_meta\"\n[project]\nname = \"{name}\"\nversion = \"0.1\"\nrequires-python = \"{python}\"\ndependencies = [{deps}]\n"
+    )
+}
+
 fn settled(s: &Scratch, state: &str) -> (String, Value) {
     let db = rusqlite::Connection::open(s.path(&format!("{state}/state.db"))).unwrap();
     let (st, out, msg): (String, Option<String>, Option<String>) = db
@@ -228,11 +231,7 @@ fn failed_builds_are_repaired_by_rule_and_every_attempt_is_kept() {
     }
     let s = Scratch::new();
     let url = format!("{}/src/{{name}}", s.dir.path().display());
-    let pyproject = |name: &str, deps: &str| {
-        format!(
-            "[build-system]\nrequires = [\"setuptools>=64\"]\nbuild-backend = \"setuptools.build_meta\"\n[project]\nname = \"{name}\"\nversion = \"0.1\"\ndependencies = [{deps}]\n"
-        )
-    };
+    let pyproject = |name: &str, deps: &str| pyproject_for(name, deps, ">=3.8");
     let test = "def test_one():\n    assert True\n";
     let run = |name: &str, files: &[(&str, &str)], date: Option<&str>| {
         let record = project_at(&s, name, files, date);
@@ -287,7 +286,8 @@ fn failed_builds_are_repaired_by_rule_and_every_attempt_is_kept() {
     let (state, o) = run(
         "oldpin",
         &[
-            ("pyproject.toml", &pyproject("oldpin", "\"typed-ast\"")),
+            // Its range leaves only newer Pythons than the pin's date has wheels for.
+            ("pyproject.toml", &pyproject_for("oldpin", "\"typed-ast\"", ">=3.11")),
             ("oldpin/__init__.py", "import typed_ast\n"),
             ("tests/test_a.py", test),
         ],
@@ -329,7 +329,8 @@ fn failed_builds_are_repaired_by_rule_and_every_attempt_is_kept() {
     let (state, o) = run(
         "unknown",
         &[
-            ("pyproject.toml", &pyproject("unknown", "")),
+            // One Python fits, so there is no other to try.
+            ("pyproject.toml", &pyproject_for("unknown", "", ">=3.11,<3.12")),
             ("unknown/__init__.py", "raise RuntimeError('not ready')\n"),
         ],
         None,
@@ -339,4 +340,115 @@ fn failed_builds_are_repaired_by_rule_and_every_attempt_is_kept() {
     assert_eq!(reason, "verification failed: `python -c import unknown`: RuntimeError: not ready", "{o}");
     assert_eq!(o["attempts"].as_array().unwrap().len(), 1, "{o}");
     assert_eq!(o["attempts"][0]["fix"], Value::Null, "{o}");
+}
+
+#[test]
+fn a_failure_no_rule_knows_is_tried_on_another_python_and_a_legacy_setup_py_is_built_in_place() {
+    if !docker_or_skip("an environment repair test") {
+        return;
+    }
+    let s = Scratch::new();
+    let url = format!("{}/src/{{name}}", s.dir.path().display());
+    let test = "def test_one():\n    assert True\n";
+    let run = |name: &str, files: &[(&str, &str)]| {
+        let record = project_at(&s, name, files, None);
+        pipeline(&s, &record, &url);
+        let out = s.curate(&["run", "p.yaml", "--state", name]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        settled(&s, name)
+    };
+
+    // Tests that cannot run on the Python of the pin's date (2024: 3.11); the project's range
+    // leaves one other, 3.9, which they run on.
+    let (state, o) = run(
+        "notonthree11",
+        &[
+            ("pyproject.toml", &pyproject_for("notonthree11", "", ">=3.8,<3.12")),
+            ("notonthree11/__init__.py", ""),
+            (
+                "conftest.py",
+                "import sys\nassert sys.version_info[:2] != (3, 11), 'the suite does not run on this Python'\n",
+            ),
+            ("tests/test_a.py", test),
+        ],
+    );
+    assert_eq!(state, "kept", "{o}");
+    assert_eq!((o["python"].as_str(), o["suite"].as_str()), (Some("3.9"), Some("bullseye")), "{o}");
+    assert_eq!(o["repairs"][0]["python"], "3.11", "{o}");
+    assert_eq!(o["repairs"][0]["fix"]["kind"], "python", "{o}");
+    assert_eq!(o["fixes"]["suite"], "bullseye", "{o}");
+
+    // A setup.py of before editable wheels: it refuses the commands an editable install runs, so
+    // its extension is built in place and the checkout imported.
+    let setup = "import sys\nfrom setuptools import setup, Extension\n\
+                 if any(c in sys.argv for c in ('dist_info', 'editable_wheel', 'bdist_wheel')):\n    \
+                 sys.exit('setup.py: unsupported command')\n\
+                 setup(name='oldext', version='0.1', packages=['oldext'], ext_modules=[Extension('oldext._x', ['oldext/_x.c'])])\n";
+    let c = "#include <Python.h>\nstatic struct PyModuleDef m = {PyModuleDef_HEAD_INIT, \"_x\", NULL, -1, NULL};\nPyMODINIT_FUNC PyInit__x(void) { return PyModule_Create(&m); }\n";
+    let (state, o) = run(
+        "oldext",
+        &[
+            ("setup.py", setup),
+            ("setup.cfg", "[options]\npython_requires = >=3.11,<3.12\n"),
+            ("oldext/__init__.py", "from . import _x\n"),
+            ("oldext/_x.c", c),
+            ("tests/test_a.py", test),
+        ],
+    );
+    assert_eq!(state, "kept", "{o}");
+    assert_eq!(o["repairs"].as_array().unwrap().len(), 1, "{o}");
+    assert_eq!(o["repairs"][0]["fix"]["kind"], "build_in_place", "{o}");
+    assert!(o["repairs"][0]["failed"].as_str().unwrap().starts_with("the editable install failed"), "{o}");
+    let instance = o["dockerfiles"]["instance"].as_str().unwrap();
+    assert!(instance.contains("python setup.py build_ext --inplace"), "{instance}");
+    assert!(o["verified"][0].as_str().unwrap().contains("import oldext"), "{o}");
+}
+
+/// The model's repair step, on an answer recorded from the default local model (cache/llm):
+/// a suite that needs a variable set, which no rule knows and no other Python changes. Set
+/// CURATE_LLM_CACHE=readwrite with scripts/model-server running to ask the model again.
+#[test]
+fn what_no_rule_knows_goes_to_the_model_whose_changes_are_checked_and_applied() {
+    if !docker_or_skip("an environment repair test") {
+        return;
+    }
+    let s = Scratch::new();
+    let url = format!("{}/src/{{name}}", s.dir.path().display());
+    let record = project_at(
+        &s,
+        "needsmode",
+        &[
+            ("pyproject.toml", &pyproject_for("needsmode", "", ">=3.11,<3.12")),
+            ("needsmode/__init__.py", ""),
+            (
+                "conftest.py",
+                "import os\nassert os.environ.get('NEEDSMODE_TESTING') == '1', 'the environment variable NEEDSMODE_TESTING must be set to 1'\n",
+            ),
+            ("tests/test_a.py", "def test_one():\n    assert True\n"),
+        ],
+        None,
+    );
+    s.write(
+        "p.yaml",
+        &format!(
+            "name: env\nsource: {{kind: swe-care, path: {}}}\ndefaults:\n  cache: {}\n  repos: {{url: '{url}'}}\n  concurrency: {{docker: 1}}\n  \
+             llm: {{model: qwen2.5-coder-1.5b-instruct-q4_k_m, temperature: 0, seed: 7, max_tokens: 128}}\n\
+             stages:\n  - id: env\n    kind: environment\n    title: Executable Environment Construction\n    repair_prompt: {}\n",
+            record.display(),
+            root().join("cache").display(),
+            root().join("prompts/environment_repair.md").display(),
+        ),
+    );
+    let mode = std::env::var("CURATE_LLM_CACHE").unwrap_or_else(|_| "replay".into());
+    let out = s.curate_env(&["run", "p.yaml", "--state", "st"], &[("CURATE_LLM_CACHE", &mode)]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (state, o) = settled(&s, "st");
+    assert_eq!(state, "kept", "{o}");
+    let repair = &o["repairs"][0];
+    assert!(repair["failed"].as_str().unwrap().contains("NEEDSMODE_TESTING"), "{o}");
+    assert_eq!(repair["fix"]["kind"], "model", "{o}");
+    assert!(repair["fix"]["answer"].as_str().unwrap().contains("NEEDSMODE_TESTING"), "{o}");
+    assert_eq!(o["fixes"]["env"]["NEEDSMODE_TESTING"], "1", "{o}");
+    assert!(o["dockerfiles"]["deps"].as_str().unwrap().contains("ENV NEEDSMODE_TESTING=1\n"), "{o}");
+    assert!(o["install_script"].as_str().unwrap().contains("export NEEDSMODE_TESTING=1\n"), "{o}");
 }

@@ -411,7 +411,7 @@ pub fn detect(read: &dyn Fn(&str) -> Option<String>, listing: &[String]) -> Proj
                 .into_iter()
                 .next();
         }
-        p.requirements.extend(python_list_after(src, "install_requires"));
+        p.requirements.extend(setup_py_list(src, "install_requires"));
         for r in setup_py_list(src, "setup_requires") {
             let r = build_requirement(&r);
             if !p.build_requires.contains(&r) {
@@ -604,6 +604,12 @@ mod tests {
         let literal =
             detect_in(&[("setup.py", "setup(name='w', setup_requires=['numpy', 'setuptools>=40'])\n")]);
         assert_eq!(literal.build_requires, ["setuptools", "numpy"]);
+        // install_requires reads the same way.
+        let run = detect_in(&[(
+            "setup.py",
+            "RUN = ['cached-property'] + [f'numpy >={v}' for v in X]\nsetup(install_requires=RUN)\n",
+        )]);
+        assert_eq!(run.requirements, ["cached-property", "numpy"]);
         let sum = detect_in(&[(
             "setup.py",
             "RUN = [DEP, 'six']\nSETUP = RUN + [DEP, 'Cython>=0.25', 'pkgconfig']\nsetup(setup_requires = SETUP if x else [])\n",

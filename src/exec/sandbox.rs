@@ -95,6 +95,9 @@ pub async fn run(docker: &Docker, spec: &RunSpec) -> Result<RunResult, ExecError
         working_dir: Some(spec.workdir.clone()),
         env: Some(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
         network_disabled: Some(true),
+        // The same name on every run: not the container's id, which a test or a log could print
+        // and make two runs of the same check differ.
+        hostname: Some("sandbox".into()),
         labels: Some([(LABEL.to_string(), "1".to_string())].into()),
         host_config: Some(HostConfig {
             network_mode: Some("none".into()),
