@@ -72,6 +72,23 @@ pub fn check_repo_path(path: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A comment's file as the repository names it: checked like [`check_repo_path`], with `./` and
+/// `a/./b` steps dropped (git's trees have no `.`), and not `.` alone, which names no file.
+pub fn normalize_repo_path(path: &str) -> Result<String, String> {
+    check_repo_path(path)?;
+    let parts: Vec<&str> = Path::new(path)
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(part) => part.to_str(),
+            _ => None,
+        })
+        .collect();
+    if parts.is_empty() {
+        return Err(format!("`{path}` names no file"));
+    }
+    Ok(parts.join("/"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +101,10 @@ mod tests {
         assert!(check_repo_path("src/../../x").unwrap_err().contains("escapes"));
         assert!(check_repo_path("").is_err());
         assert!(check_repo_path("a\0b").is_err());
+        assert_eq!(normalize_repo_path("./src/./a.py").unwrap(), "src/a.py");
+        assert_eq!(normalize_repo_path("a.py").unwrap(), "a.py");
+        assert!(normalize_repo_path(".").unwrap_err().contains("names no file"));
+        assert!(normalize_repo_path("./").unwrap_err().contains("names no file"));
+        assert!(normalize_repo_path("../a.py").unwrap_err().contains("escapes"));
     }
 }

@@ -43,6 +43,8 @@ pub fn json_lines(file: &Path, bytes: &[u8], problems: &mut Vec<Problem>) -> Vec
             problems.push(problem(file, number, None, "not valid UTF-8"));
             continue;
         };
+        // A byte-order mark some editors write at the start is not part of the first record.
+        let text = if number == 1 { text.trim_start_matches('\u{feff}') } else { text };
         let text = text.trim();
         if text.is_empty() {
             continue;

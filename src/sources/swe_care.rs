@@ -14,7 +14,7 @@ use super::{Ingest, Source, SourceContext};
 use crate::engine::item::Item;
 use crate::engine::spec::parse_config;
 use crate::errors::{ConfigError, SourceError};
-use crate::record::{PullRequest, ReviewComment, check_repo_path};
+use crate::record::{PullRequest, ReviewComment, normalize_repo_path};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -151,15 +151,17 @@ fn parse(file: &Path, bytes: &[u8]) -> Ingest {
                     continue;
                 }
             };
-            if let Some(path) = &c.path
-                && let Err(e) = check_repo_path(path)
-            {
-                ingest.problems.push(problem(file, number, field(Some("path".into())).as_deref(), e));
-                continue;
-            }
+            // `./a.py` is `a.py` in git's trees; `.` names no file.
+            let path = match c.path.as_deref().map(normalize_repo_path).transpose() {
+                Ok(path) => path,
+                Err(e) => {
+                    ingest.problems.push(problem(file, number, field(Some("path".into())).as_deref(), e));
+                    continue;
+                }
+            };
             let comment = ReviewComment {
                 text: c.text,
-                path: c.path,
+                path,
                 diff_hunk: c.diff_hunk,
                 line: c.line,
                 start_line: c.start_line,
@@ -245,5 +247,19 @@ mod tests {
         );
         assert!(shown[4].starts_with("x.jsonl:3: field `instance_id`: duplicate id `a`"), "{shown:?}");
         assert_eq!(shown.len(), 5);
+    }
+
+    #[test]
+    fn a_byte_order_mark_and_dot_paths_are_read_as_git_names_them() {
+        let text = format!(
+            "\u{feff}{}\n",
+            record("a", json!([{"text": "t", "path": "./src/x.py"}, {"text": "u", "path": "."}]))
+        );
+        let ingest = parse(Path::new("x.jsonl"), text.as_bytes());
+        let shown: Vec<String> = ingest.problems.iter().map(ToString::to_string).collect();
+        assert_eq!(ingest.items.len(), 2, "the PR and its first comment: {shown:?}");
+        let c: ReviewComment = serde_json::from_value(ingest.items[1].data.clone()).unwrap();
+        assert_eq!(c.path.as_deref(), Some("src/x.py"));
+        assert_eq!(shown, ["x.jsonl:1: field `reference_review_comments[1].path`: `.` names no file"]);
     }
 }

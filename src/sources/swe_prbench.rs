@@ -14,7 +14,7 @@ use super::{Ingest, Source, SourceContext};
 use crate::engine::item::Item;
 use crate::engine::spec::parse_config;
 use crate::errors::{ConfigError, Problem, SourceError};
-use crate::record::{PullRequest, ReviewComment, check_repo_path};
+use crate::record::{PullRequest, ReviewComment, normalize_repo_path};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -157,12 +157,13 @@ impl SwePrBench {
                     continue;
                 }
             };
-            if let Some(path) = &c.file
-                && let Err(e) = check_repo_path(path)
-            {
-                push(ingest, 1, field(".file"), e);
-                continue;
-            }
+            let path = match c.file.as_deref().map(normalize_repo_path).transpose() {
+                Ok(path) => path,
+                Err(e) => {
+                    push(ingest, 1, field(".file"), e);
+                    continue;
+                }
+            };
             let local = match extra.get("comment_id") {
                 Some(Value::String(s)) => s.clone(),
                 Some(Value::Number(n)) => n.to_string(),
@@ -174,7 +175,7 @@ impl SwePrBench {
             }
             let comment = ReviewComment {
                 text: c.body,
-                path: c.file,
+                path,
                 diff_hunk: None,
                 line: c.line,
                 start_line: None,
