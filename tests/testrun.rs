@@ -78,6 +78,11 @@ fn a_probe_fails_on_the_reviewed_commit_and_passes_on_the_fixed_one() {
         assert_eq!(writer.wrote, ["/repo", "/repo/notes.txt"], "the write into the repository is seen");
         assert!(!writer.output.contains("curate-wrote"), "{}", writer.output);
 
+        // Past the memory limit, the kernel kills it: out of resources, not a collection error.
+        let hog = "def test_hog():\n    blocks = [b'x' * (64 << 20) for _ in range(48)]\n    assert blocks\n";
+        let hog = run_test(&d, &image, reviewed_tree, ("test_hog.py", hog), t).await.unwrap();
+        assert_eq!(hog.verdict, Verdict::OutOfResources, "{:?}: {}", hog.exit_code, hog.output);
+
         let broken = run_test(&d, &image, reviewed_tree, ("test_bad.py", "def test_x(:\n    pass\n"), t).await.unwrap();
         assert_eq!(broken.verdict, Verdict::SyntaxError, "{}", broken.output);
         let missing = "import durations_that_never_was\n\ndef test_x():\n    assert True\n";

@@ -38,6 +38,9 @@ pub enum Verdict {
     /// Pytest collected nothing.
     NoTests,
     Timeout,
+    /// Killed for its memory (the kernel's OOM killer) or out of processes (a fork that failed at
+    /// the sandbox's limit).
+    OutOfResources,
 }
 
 impl Verdict {
@@ -75,8 +78,20 @@ pub fn classify(exit_code: Option<i64>, timed_out: bool, output: &str) -> Verdic
     if timed_out {
         return Verdict::Timeout;
     }
+    let fork_failed = [
+        "Cannot fork",
+        "BlockingIOError: [Errno 11] Resource temporarily unavailable",
+        "can't start new thread",
+    ]
+    .iter()
+    .any(|m| output.contains(m));
+    if exit_code.is_some_and(|c| c != 0) && fork_failed {
+        return Verdict::OutOfResources;
+    }
     match exit_code {
         Some(0) => Verdict::Passed,
+        // SIGKILL, and not by the time limit (handled above): the OOM killer.
+        Some(137) => Verdict::OutOfResources,
         Some(1) => {
             if output.contains("DID NOT RAISE") {
                 Verdict::ExpectedExceptionMissing
@@ -177,7 +192,11 @@ pub async fn run_test_seeded(
     let r = run(docker, &spec).await?;
     let (output, wrote) = split_writes(&r.output);
     Ok(TestRun {
-        verdict: classify(r.exit_code, r.timed_out, &output),
+        verdict: if r.oom_killed && !r.timed_out {
+            Verdict::OutOfResources
+        } else {
+            classify(r.exit_code, r.timed_out, &output)
+        },
         exit_code: r.exit_code,
         output,
         wrote,
@@ -212,6 +231,12 @@ mod tests {
         );
         assert_eq!(classify(Some(5), false, "no tests ran"), Verdict::NoTests);
         assert_eq!(classify(None, true, ""), Verdict::Timeout);
+        assert_eq!(classify(Some(137), false, "Killed"), Verdict::OutOfResources);
+        assert_eq!(classify(Some(137), true, ""), Verdict::Timeout);
+        assert_eq!(
+            classify(Some(1), false, "E   BlockingIOError: [Errno 11] Resource temporarily unavailable"),
+            Verdict::OutOfResources
+        );
         assert!(Verdict::Assertion.is_test_failure() && !Verdict::SyntaxError.is_test_failure());
     }
 

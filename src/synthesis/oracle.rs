@@ -29,6 +29,7 @@ pub mod reasons {
     pub const NETWORK: &str = "uses the network";
     pub const WRITES: &str = "writes into the repository";
     pub const TIMEOUT: &str = "timed out";
+    pub const RESOURCES: &str = "out of memory or processes";
     pub const SYNTAX: &str = "syntax error in the test";
     pub const BROKEN_IMPORT: &str = "broken import in the test";
     pub const COLLECTION: &str = "collection error";
@@ -84,6 +85,12 @@ pub fn judge(reviewed: &TestRun, fixed: &TestRun, project: &[String]) -> Result<
                 "The test wrote into the repository ({}). Tests must leave the project's files alone; use pytest's tmp_path for files.",
                 shown.join(", ")
             ),
+        ));
+    }
+    if reviewed.verdict == Verdict::OutOfResources || fixed.verdict == Verdict::OutOfResources {
+        return Err(Miss::new(
+            RESOURCES,
+            "The test was killed for using more memory or processes than the sandbox allows. Keep it small: no large allocations, no processes or threads of its own.",
         ));
     }
     if reviewed.verdict == Verdict::Timeout || fixed.verdict == Verdict::Timeout {
@@ -223,6 +230,10 @@ mod tests {
         assert_eq!(judge(&fail, &fail, &p).unwrap_err().reason, reasons::FAILED_BOTH);
         assert_eq!(judge(&pass, &fail, &p).unwrap_err().reason, reasons::INVERTED);
         assert_eq!(judge(&run(Verdict::Timeout, ""), &pass, &p).unwrap_err().reason, reasons::TIMEOUT);
+        assert_eq!(
+            judge(&run(Verdict::OutOfResources, ""), &pass, &p).unwrap_err().reason,
+            reasons::RESOURCES
+        );
         let mut writer = fail.clone();
         writer.wrote = vec!["/repo/out.json".into()];
         let miss = judge(&writer, &pass, &p).unwrap_err();
