@@ -387,7 +387,21 @@ impl Environment {
             }
             attempts.push(attempt);
             if !repaired {
-                return Err(TaskError::Reject { reason, detail: json!({"attempts": attempts}) });
+                let reason = if !p.missing.is_empty() && reason.contains("No such file or directory") {
+                    format!(
+                        "{reason} (the mirrors lack {} file(s) of the checkout: {})",
+                        p.missing.len(),
+                        p.missing[0]
+                    )
+                } else {
+                    reason
+                };
+                let mut detail = json!({"attempts": attempts});
+                // What the checkout lacked (a submodule whose mirror is not here, say) is often why.
+                if !p.missing.is_empty() {
+                    detail["missing_files"] = json!(p.missing);
+                }
+                return Err(TaskError::Reject { reason, detail });
             }
         }
     }
