@@ -398,9 +398,11 @@ pub fn rfc3339(secs: i64) -> String {
     format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
-/// The instance image's tag.
-pub fn instance_tag(instance: &str, head: &str) -> String {
-    format!("curate-env/{}:{}", tag_part(instance), &head[..head.len().min(12)])
+/// The instance image's tag: the PR's commit, and what the layer is built on and with (a repair
+/// that changes the dependency layer or the install makes another).
+pub fn instance_tag(instance: &str, head: &str, r: &Recipe) -> String {
+    let built_on = hex::encode(Sha256::digest(format!("{}\n{}", r.deps_image, r.install_command).as_bytes()));
+    format!("curate-env/{}:{}-{}", tag_part(instance), &head[..head.len().min(12)], &built_on[..8])
 }
 
 #[cfg(test)]

@@ -106,6 +106,8 @@ impl Fixes {
             Fix::Python { suite, .. } => {
                 let new = self.suite.as_deref() != Some(suite.as_str());
                 self.suite = Some(suite.clone());
+                // The date wheels were common is the old Python's.
+                self.pinned_no_earlier_than = None;
                 new
             }
             Fix::BuildInPlace { .. } => !std::mem::replace(&mut self.in_place, true),

@@ -444,7 +444,7 @@ impl Environment {
         // test brought in by each run; only one that must be built gets a layer of its own.
         let image = match &r.instance_layer {
             Some(_) => {
-                let tag = instance_tag(instance, head);
+                let tag = instance_tag(instance, head, r);
                 if let Err(f) = ensure_instance(docker, r, &tag, checkout).await? {
                     return Ok(Err(failed("the editable install", f)));
                 }
