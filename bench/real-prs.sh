@@ -25,10 +25,11 @@ work=target/bench-real
 rm -rf "$work"
 mkdir -p "$work"
 repos=$(python3 -c 'import json; print(" ".join(sorted({json.loads(l)["repo"].replace("/", "_").lower() for l in open("cache/real/swe-care.jsonl") if l.strip()})))')
-for layer in env deps; do
-    for r in $repos; do
-        docker images --format '{{.Repository}}:{{.Tag}}' | { grep -iE "^curate-$layer/$r" || true; } | xargs -r docker rmi -f >/dev/null
-    done
+# Dependency layers are named after the repository (owner_name), instance layers after the
+# instance (owner__name-N).
+for r in $repos; do
+    instance=${r/_/__}
+    docker images --format '{{.Repository}}:{{.Tag}}' | { grep -iE "^curate-(deps/$r|env/$instance-)" || true; } | xargs -r docker rmi -f >/dev/null
 done
 docker image prune -f >/dev/null
 
