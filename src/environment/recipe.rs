@@ -285,13 +285,16 @@ pub fn repaired_recipe(
             quoted.join(" ")
         )
     };
+    // The checkout's import root on sys.path, for a project imported from its files.
+    let import_root =
+        if p.import_root.is_empty() { REPO.to_string() } else { format!("{REPO}/{}", p.import_root) };
+    let pth = format!(
+        "python -c \"import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()['purelib'], 'curate-repo.pth').write_text('{import_root}\\\\n')\""
+    );
     // Without an instance layer, the import root under /repo goes on sys.path here (the
     // repository's top level is already there: tests run from /repo).
     let import_path = if p.needs_build.is_none() && !p.import_root.is_empty() {
-        format!(
-            "RUN python -c \"import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()['purelib'], 'curate-repo.pth').write_text('{REPO}/{}\\\\n')\"\n",
-            p.import_root
-        )
+        format!("RUN {pth}\n")
     } else {
         String::new()
     };
@@ -322,10 +325,6 @@ pub fn repaired_recipe(
     let target = if p.extras.is_empty() { ".".to_string() } else { format!(".[{}]", p.extras.join(",")) };
     // setuptools-scm and hatch-vcs read the version from git; the checkout's history stays behind.
     let version_env = version.map(|v| format!("SETUPTOOLS_SCM_PRETEND_VERSION={v} ")).unwrap_or_default();
-    let pth = format!(
-        "python -c \"import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()['purelib'], 'curate-repo.pth').write_text('{}\\\\n')\"",
-        if p.import_root.is_empty() { REPO.to_string() } else { format!("{REPO}/{}", p.import_root) }
-    );
     let install_command = if fixes.in_place {
         format!("{version_env}python setup.py build_ext --inplace && {pth}")
     } else {
