@@ -464,11 +464,11 @@ pub fn detect(read: &dyn Fn(&str) -> Option<String>, listing: &[String]) -> Proj
         }
     }
     if let Some(tox) = read("tox.ini") {
+        // Dependencies of environments tox does not make by default (an `mpi4py:` factor left
+        // out of the envlist) are not the test suite's.
+        let envlist = tox_envlist_factors(&tox);
         for (k, v) in ini_section(&tox, "testenv") {
             if k == "deps" {
-                // Dependencies of environments tox does not make by default (an `mpi4py:` factor
-                // left out of the envlist) are not the test suite's.
-                let envlist = tox_envlist_factors(&tox);
                 for line in requirement_lines(&v) {
                     let (condition, requirement) = split_tox_factor(&line);
                     if tox_condition_holds(condition, &envlist) && !requirement.contains('{') {
