@@ -224,6 +224,16 @@ fn settled(s: &Scratch, state: &str) -> (String, Value) {
     (st, record)
 }
 
+/// Curates the one-commit project `name` ([`project_at`]) in a state of its own, and says how its
+/// environment settled.
+fn curate_project(s: &Scratch, name: &str, files: &[(&str, &str)], date: Option<&str>) -> (String, Value) {
+    let record = project_at(s, name, files, date);
+    pipeline(s, &record, &format!("{}/src/{{name}}", s.dir.path().display()));
+    let out = s.curate(&["run", "p.yaml", "--state", name]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    settled(s, name)
+}
+
 #[test]
 fn failed_builds_are_repaired_by_rule_and_every_attempt_is_kept() {
     if !docker_or_skip("an environment repair test") {
@@ -233,13 +243,7 @@ fn failed_builds_are_repaired_by_rule_and_every_attempt_is_kept() {
     let url = format!("{}/src/{{name}}", s.dir.path().display());
     let pyproject = |name: &str, deps: &str| pyproject_for(name, deps, ">=3.8");
     let test = "def test_one():\n    assert True\n";
-    let run = |name: &str, files: &[(&str, &str)], date: Option<&str>| {
-        let record = project_at(&s, name, files, date);
-        pipeline(&s, &record, &url);
-        let out = s.curate(&["run", "p.yaml", "--state", name]);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        settled(&s, name)
-    };
+    let run = |name: &str, files: &[(&str, &str)], date: Option<&str>| curate_project(&s, name, files, date);
 
     // A C extension that includes a header no package of the image provides: its Debian package.
     let setup = "from setuptools import setup, Extension\nsetup(ext_modules=[Extension('withffi._x', ['withffi/_x.c'])])\n";
@@ -348,15 +352,8 @@ fn a_failure_no_rule_knows_is_tried_on_another_python_and_a_legacy_setup_py_is_b
         return;
     }
     let s = Scratch::new();
-    let url = format!("{}/src/{{name}}", s.dir.path().display());
     let test = "def test_one():\n    assert True\n";
-    let run = |name: &str, files: &[(&str, &str)]| {
-        let record = project_at(&s, name, files, None);
-        pipeline(&s, &record, &url);
-        let out = s.curate(&["run", "p.yaml", "--state", name]);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        settled(&s, name)
-    };
+    let run = |name: &str, files: &[(&str, &str)]| curate_project(&s, name, files, None);
 
     // Tests that cannot run on the Python of the pin's date (2024: 3.11); the project's range
     // leaves one other, 3.9, which they run on.

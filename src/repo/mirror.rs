@@ -461,20 +461,25 @@ mod tests {
     }
     use std::process::Command;
 
-    /// A real repository made with the git CLI: a file, a change to it, a rename, a deletion.
-    fn fixture(dir: &Path) -> Vec<String> {
-        let src = dir.join("src/acme/widgets");
-        std::fs::create_dir_all(&src).unwrap();
-        let git = |args: &[&str]| {
+    /// Runs git in `dir` as a test author, and gives its output.
+    fn git_in(dir: &Path) -> impl Fn(&[&str]) -> String + '_ {
+        move |args| {
             let out = Command::new("git")
                 .args(["-c", "user.name=T", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"])
                 .args(args)
-                .current_dir(&src)
+                .current_dir(dir)
                 .output()
                 .unwrap();
             assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
             String::from_utf8_lossy(&out.stdout).trim().to_string()
-        };
+        }
+    }
+
+    /// A real repository made with the git CLI: a file, a change to it, a rename, a deletion.
+    fn fixture(dir: &Path) -> Vec<String> {
+        let src = dir.join("src/acme/widgets");
+        std::fs::create_dir_all(&src).unwrap();
+        let git = git_in(&src);
         git(&["init", "-q", "-b", "main"]);
         let mut commits = Vec::new();
         let body: String = (0..20).map(|i| format!("v{i} = {i}\n")).collect();
@@ -573,16 +578,7 @@ mod tests {
         // `vendor/gone` names a repository with no mirror.
         let app = dir.path().join("src/acme/app");
         std::fs::create_dir_all(&app).unwrap();
-        let git = |args: &[&str]| {
-            let out = Command::new("git")
-                .args(["-c", "user.name=T", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"])
-                .args(args)
-                .current_dir(&app)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-            String::from_utf8_lossy(&out.stdout).trim().to_string()
-        };
+        let git = git_in(&app);
         git(&["init", "-q", "-b", "main"]);
         std::fs::write(
             app.join(".gitmodules"),
