@@ -374,6 +374,45 @@ fn an_unusable_state_directory_is_a_clear_error() {
 }
 
 #[test]
+fn a_damaged_or_emptied_state_database_stops_with_the_way_out_and_a_fresh_one_recovers() {
+    let s = Scratch::new();
+    s.items("items.jsonl", 2);
+    s.write(
+        "p.yaml",
+        "name: db\nsource: {kind: jsonl, path: items.jsonl}\nstages:\n  - id: a\n    kind: noop\n",
+    );
+    assert_eq!(s.curate(&["run", "p.yaml"]).status.code(), Some(0));
+    let db = s.path(".curate/db/state.db");
+    let good = std::fs::read(&db).unwrap();
+    for wal in ["state.db-wal", "state.db-shm"] {
+        let _ = std::fs::remove_file(s.path(&format!(".curate/db/{wal}")));
+    }
+
+    // Overwritten past its header: SQLite's own words, the file, and how to go on.
+    let mut damaged = good.clone();
+    for byte in damaged.iter_mut().skip(100) {
+        *byte = 0x5a;
+    }
+    std::fs::write(&db, &damaged).unwrap();
+    for command in [vec!["run", "p.yaml"], vec!["status", "p.yaml"]] {
+        let out = s.curate(&command);
+        assert_eq!(out.status.code(), Some(1), "{command:?}");
+        let err = stderr(&out);
+        assert!(err.contains("is damaged") && err.contains("state.db.damaged"), "{command:?}: {err}");
+    }
+
+    // Emptied: not taken for a new database, which would redo everything unsaid.
+    std::fs::write(&db, b"").unwrap();
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("is empty (0 bytes)"), "{}", stderr(&out));
+
+    // The way out works: moved aside, the next run starts over and finishes.
+    std::fs::rename(&db, s.path(".curate/db/state.db.damaged")).unwrap();
+    assert_eq!(s.curate(&["run", "p.yaml"]).status.code(), Some(0));
+}
+
+#[test]
 fn the_funnel_counts_prs_that_have_a_comment_and_an_instance_pipeline_counts_instances() {
     let s = Scratch::new();
     // p2's only comment is a bad record: p2 has nothing to curate.

@@ -96,6 +96,27 @@ pub enum StoreError {
     Schema { db: PathBuf, found: i64, known: i64 },
     #[error("the store's writer stopped: {0}")]
     WriterGone(String),
+    #[error(
+        "state database {} is damaged ({detail}); move it aside (mv {0} {0}.damaged, or use another --state) and run again: the work it recorded runs again, with model answers replayed from the cache", db.display()
+    )]
+    Corrupt { db: PathBuf, detail: String },
+    #[error(
+        "state database {} is empty (0 bytes), so what it recorded is lost; remove it to start over (every task runs again, model answers replay from the cache), or put back a copy", db.display()
+    )]
+    Empty { db: PathBuf },
+}
+
+impl StoreError {
+    /// An SQLite error on `db`: a damaged or foreign file is [`StoreError::Corrupt`], with the way out.
+    pub fn sqlite(db: &std::path::Path, error: rusqlite::Error) -> StoreError {
+        use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
+        match error.sqlite_error_code() {
+            Some(DatabaseCorrupt | NotADatabase) => {
+                StoreError::Corrupt { db: db.to_path_buf(), detail: error.to_string() }
+            }
+            _ => StoreError::Sqlite { db: db.to_path_buf(), error },
+        }
+    }
 }
 
 /// Another process holds the state directory.

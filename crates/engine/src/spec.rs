@@ -88,19 +88,111 @@ impl PipelineSpec {
                 message: "the pipeline file is empty; it needs `name`, `source` and `stages`".into(),
             });
         }
+        check_shape(text).map_err(|message| SpecError {
+            file: file.to_path_buf(),
+            position: None,
+            key: None,
+            message,
+        })?;
         let de = serde_yaml::Deserializer::from_str(text);
         serde_path_to_error::deserialize(de).map_err(|e| {
             let inner_path = e.path().to_string();
             let inner = e.into_inner();
             let key = clean_path(&inner_path);
-            // Prefer the position of the key the error is about; serde_yaml's own position is the
-            // parser's, which for flattened maps is the end of the mapping.
-            let position = key.as_deref().and_then(|k| locate(text, &parse_path(k))).or_else(|| {
-                inner.location().map(|l| crate::locate::Position { line: l.line(), column: l.column() })
-            });
-            SpecError { file: file.to_path_buf(), position, key, message: strip_location(&inner.to_string()) }
+            let message = strip_location(&inner.to_string());
+            let at_key = key.as_deref().and_then(|k| locate(text, &parse_path(k)));
+            let at_parser =
+                inner.location().map(|l| crate::locate::Position { line: l.line(), column: l.column() });
+            // A data error is best shown at the key it is about (serde_yaml's own position is the
+            // parser's, which for flattened maps is the end of the mapping); a syntax error where
+            // the parser stopped; a duplicate at its second occurrence.
+            let position = if let Some(field) = duplicated(&message) {
+                second_occurrence(text, at_key.map_or(1, |p| p.line), field).or(at_key)
+            } else if DATA_ERRORS.iter().any(|d| message.contains(d)) {
+                at_key.or(at_parser)
+            } else {
+                at_parser.or(at_key)
+            };
+            SpecError { file: file.to_path_buf(), position, key, message }
         })
     }
+}
+
+/// A pipeline file larger than this is not one (a dataset given by mistake, say).
+pub const MAX_PIPELINE_BYTES: usize = 1 << 20;
+/// Nesting deeper than this, in brackets or in indentation, is refused before parsing: the YAML
+/// parser's time grows with the square of the depth (100,000 levels took it half a minute).
+pub const MAX_DEPTH: usize = 64;
+
+/// Refuses, before any parsing, text too large or nested too deep to be a pipeline.
+fn check_shape(text: &str) -> Result<(), String> {
+    if text.len() > MAX_PIPELINE_BYTES {
+        return Err(format!(
+            "the pipeline file is {} bytes, more than a pipeline's {MAX_PIPELINE_BYTES}; is it the right file?",
+            text.len()
+        ));
+    }
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let mut quote: Option<char> = None;
+    for c in text.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '[' | '{') => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            (None, ']' | '}') => depth = depth.saturating_sub(1),
+            (None, '\n') => quote = None,
+            _ => {}
+        }
+    }
+    let indent = text.lines().map(|l| l.len() - l.trim_start_matches([' ', '-']).len()).max().unwrap_or(0);
+    // Two columns a level, as pipelines are written.
+    if deepest > MAX_DEPTH || indent > 2 * MAX_DEPTH {
+        return Err(format!(
+            "the pipeline is nested more than {MAX_DEPTH} levels deep (brackets or indentation); a pipeline needs a handful"
+        ));
+    }
+    Ok(())
+}
+
+/// Parts of serde's messages for well-formed YAML that does not fit the pipeline's shape.
+const DATA_ERRORS: [&str; 7] = [
+    "unknown field",
+    "missing field",
+    "invalid type",
+    "invalid value",
+    "invalid length",
+    "unknown variant",
+    "duplicate",
+];
+
+/// The field a "duplicate field `x`" message names.
+fn duplicated(message: &str) -> Option<&str> {
+    let rest = &message[message.find("duplicate field `")? + "duplicate field `".len()..];
+    rest.split('`').next()
+}
+
+/// Where `field:` occurs a second time at the indentation of its first occurrence at or after line
+/// `from` (from 1), within the same mapping.
+fn second_occurrence(text: &str, from: usize, field: &str) -> Option<crate::locate::Position> {
+    let mut first: Option<usize> = None;
+    for (i, line) in text.lines().enumerate().skip(from.saturating_sub(1)) {
+        let bare = line.trim_start_matches([' ', '-']);
+        let indent = line.len() - bare.len();
+        let is_field = bare.strip_prefix(field).is_some_and(|r| r.trim_start().starts_with(':'));
+        match first {
+            None if is_field => first = Some(indent),
+            Some(at) if is_field && indent == at => {
+                return Some(crate::locate::Position { line: i + 1, column: indent + 1 });
+            }
+            Some(at) if !bare.trim().is_empty() && indent < at && i + 1 > from => return None,
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Deserializes a stage's or source's own config (the keys its kind owns), naming the offending key.
@@ -133,6 +225,33 @@ mod tests {
 
     fn parse(text: &str) -> Result<PipelineSpec, SpecError> {
         PipelineSpec::parse(Path::new("p.yaml"), text)
+    }
+
+    #[test]
+    fn syntax_errors_are_located_where_the_parser_stopped_and_duplicates_at_the_second() {
+        let head = "name: x\nsource: {kind: jsonl, path: a.jsonl}\n";
+        let over = format!("{head}stages:\n  - id: a\n    kind: noop\n    needs: a\n      title: over\n");
+        let e = parse(&over).unwrap_err();
+        assert_eq!(e.position.map(|p| p.line), Some(7), "{e}");
+        let e = parse(&format!("{head}name: y\nstages: []\n")).unwrap_err();
+        assert_eq!(e.position.map(|p| (p.line, p.column)), Some((3, 1)), "{e}");
+        let e = parse(&format!("{head}stages:\n  - id: a\n    needs: a\n    needs: b\n")).unwrap_err();
+        assert_eq!(e.position.map(|p| (p.line, p.column)), Some((6, 5)), "{e}");
+    }
+
+    #[test]
+    fn too_large_or_too_deep_is_refused_before_parsing() {
+        let deep = format!("name: {}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let started = std::time::Instant::now();
+        let e = parse(&deep).unwrap_err();
+        assert!(e.message.contains("nested more than 64 levels"), "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        let indented: String = (0..200).map(|i| format!("{}k{i}:\n", " ".repeat(i * 2))).collect();
+        assert!(parse(&indented).unwrap_err().message.contains("nested"));
+        let big = format!("name: x\n#{}\n", "x".repeat(MAX_PIPELINE_BYTES));
+        assert!(parse(&big).unwrap_err().message.contains("bytes, more than"));
+        // Brackets inside quotes are text.
+        assert!(check_shape(&format!("name: '{}'\n", "[".repeat(100))).is_ok());
     }
 
     #[test]

@@ -112,7 +112,11 @@ fn now() -> f64 {
 }
 
 fn open_connection(db: &Path, flags: OpenFlags) -> Result<Connection, StoreError> {
-    let sqlite = |error| StoreError::Sqlite { db: db.to_path_buf(), error };
+    // SQLite takes a 0-byte file for a new database, and the run would silently start over.
+    if std::fs::metadata(db).is_ok_and(|m| m.is_file() && m.len() == 0) {
+        return Err(StoreError::Empty { db: db.to_path_buf() });
+    }
+    let sqlite = |error| StoreError::sqlite(db, error);
     let conn = Connection::open_with_flags(db, flags).map_err(sqlite)?;
     conn.busy_timeout(Duration::from_secs(10)).map_err(sqlite)?;
     Ok(conn)
@@ -125,7 +129,12 @@ impl Store {
             .map_err(|error| StoreError::CreateDir { dir: dir.to_path_buf(), error })?;
         let db = dir.join(DB_FILE);
         let conn = open_connection(&db, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE)?;
-        let sqlite = |error| StoreError::Sqlite { db: db.clone(), error };
+        let sqlite = |error| StoreError::sqlite(&db, error);
+        // A damaged file is found now, with the way out, not halfway through a run.
+        let check: String = conn.query_row("PRAGMA quick_check", [], |r| r.get(0)).map_err(sqlite)?;
+        if check != "ok" {
+            return Err(StoreError::Corrupt { db, detail: check });
+        }
         // WAL with synchronous=NORMAL: a committed transaction survives the process dying at any
         // point; only a power cut can lose the last few, and never corrupts the file.
         conn.pragma_update(None, "journal_mode", "WAL").map_err(sqlite)?;
@@ -333,7 +342,7 @@ pub fn load(dir: &Path) -> Result<HashMap<TaskKey, Record>, StoreError> {
         return Ok(HashMap::new());
     }
     let conn = open_connection(&db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-    let sqlite = |error| StoreError::Sqlite { db: db.clone(), error };
+    let sqlite = |error| StoreError::sqlite(&db, error);
     let mut stmt = conn
         .prepare(
             "SELECT key, stage, item, state, output, message, attempts, duration_ms, prompt_tokens,
