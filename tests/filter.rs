@@ -147,3 +147,109 @@ fn a_prompt_with_an_unknown_placeholder_is_a_pipeline_error() {
         stderr(&out)
     );
 }
+
+/// A chat completion whose answer names `kind`, with log-probabilities that give the kept kind
+/// `defect` probability `p` against `question` at the kind's token.
+fn judged(kind: &str, p: f64) -> String {
+    let verdict = if kind == "defect" { "keep" } else { "drop" };
+    let category = if kind == "defect" { "\"robustness\"" } else { "null" };
+    let rest = format!("\", \"verdict\": \"{verdict}\", \"category\": {category}, \"reason\": \"r\"}}");
+    let token = |t: &str, top: Value| json!({"token": t, "logprob": 0.0, "bytes": null, "top_logprobs": top});
+    let tokens = json!([
+        token("{\"", json!([])),
+        token("kind", json!([])),
+        token("\":", json!([])),
+        token(" \"", json!([])),
+        token(
+            kind,
+            json!([
+                {"token": "defect", "logprob": p.ln(), "bytes": null},
+                {"token": "question", "logprob": (1.0 - p).ln(), "bytes": null}
+            ])
+        ),
+        token(&rest, json!([])),
+    ]);
+    json!({
+        "id": "chatcmpl-test", "object": "chat.completion", "created": 1, "model": "scripted-model",
+        "choices": [{"index": 0, "finish_reason": "stop", "logprobs": {"content": tokens, "refusal": null},
+                     "message": {"role": "assistant", "content": format!("{{\"kind\": \"{kind}{rest}")}}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
+    })
+    .to_string()
+}
+
+#[test]
+fn gold_calibrates_a_threshold_the_stage_keeps_by_and_a_changed_prompt_needs_a_new_one() {
+    // Each comment says how sure the scripted model is that it is a defect.
+    let server = Server::responding(|request| {
+        let text = request["messages"].to_string();
+        assert_eq!(request["logprobs"], true, "the filter asks for log-probabilities");
+        let p: f64 =
+            text.split("SURE=").nth(1).and_then(|t| t.get(..4)).and_then(|t| t.parse().ok()).unwrap();
+        Reply::Status(200, vec![], judged(if p >= 0.5 { "defect" } else { "question" }, p))
+    });
+    let s = Scratch::new();
+    pipeline(&s, &server.base_url);
+    let row = |id: &str, split: &str, label: &str, sure: &str| {
+        json!({"id": id, "split": split, "comment": format!("SURE={sure} the value is wrong here"), "label": label, "category": if label == "keep" { json!("robustness") } else { json!(null) }}).to_string()
+    };
+    // Tuning: keeps at 0.95 and 0.70, a drop at 0.80, drops below. Less one standard error, the
+    // precision of 2 of 3 (from 0.70) is 0.39, of 1 of 1 (from 0.95) 0.5: the bar of 0.5 is
+    // reached at 0.95.
+    let gold = [
+        row("t1", "tune", "keep", "0.95"),
+        row("t2", "tune", "drop", "0.80"),
+        row("t3", "tune", "keep", "0.70"),
+        row("t4", "tune", "drop", "0.60"),
+        row("t5", "tune", "drop", "0.20"),
+        row("h1", "heldout", "keep", "0.97"),
+        row("h2", "heldout", "drop", "0.75"),
+    ];
+    s.write("gold.jsonl", &(gold.join("\n") + "\n"));
+    let yaml = s.read("p.yaml").replace(
+        "    prompt: prompt.md\n",
+        "    prompt: prompt.md\n    gold: gold.jsonl\n    precision_bar: 0.5\n    calibration: calibration.json\n",
+    );
+    s.write("p.yaml", &yaml);
+
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(2), "no calibration yet: {}", stderr(&out));
+    assert!(stderr(&out).contains("--record"), "{}", stderr(&out));
+
+    let out = s.curate(&["gold", "p.yaml", "--record"]);
+    let printed = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(0), "held-out precision 1.0 at 0.95: {printed}{}", stderr(&out));
+    assert!(printed.contains("at least 0.9500"), "{printed}");
+    assert!(printed.contains("less one standard error, reaches 0.50"), "{printed}");
+    let calibration: Value = serde_json::from_str(&s.read("calibration.json")).unwrap();
+    let threshold = calibration["threshold"].as_f64().unwrap();
+    assert!((threshold - 0.95).abs() < 1e-6, "{threshold}");
+    assert_eq!(calibration["heldout"], json!({"tp": 1, "fp": 0, "fn": 0, "tn": 1}));
+
+    // The stage now keeps only what reaches 0.95: the record's comments are all "SURE=" free, so
+    // give it two of its own.
+    let items = json!({
+        "instance_id": "o__r-1", "repo": "o/r", "title": "t", "base_commit": "a",
+        "commit_to_review": {"head_commit": "b"}, "merged_commit": "c",
+        "reference_review_comments": [
+            {"text": "SURE=0.96 this breaks on empty input", "path": "a.py", "line": 2},
+            {"text": "SURE=0.90 this breaks on None", "path": "a.py", "line": 2},
+            {"text": "LGTM, thanks!", "path": "a.py", "line": 2},
+        ]
+    });
+    s.write("items.jsonl", &format!("{items}\n"));
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: Value =
+        serde_json::from_slice(&s.curate(&["report", "p.yaml", "--format", "json"]).stdout).unwrap();
+    let row = &report["funnel"][1];
+    assert_eq!(row["comments"], 1, "{row}");
+    let reasons = row["reasons"].to_string();
+    assert!(reasons.contains("under the calibrated keep threshold"), "{reasons}");
+    assert!(reasons.contains("rule `praise`"), "{reasons}");
+
+    s.write("prompt.md", "[system]\nJudge review comments, strictly.\n[user]\n{{comment}}\n");
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("calibrated for another version of the prompt"), "{}", stderr(&out));
+}

@@ -114,7 +114,11 @@ fn gold_replays_with_no_model_server() {
         .output()
         .unwrap();
     let text = stdout(&out);
-    assert!(text.contains("| heldout | 44 |"), "{text}\n{}", stderr(&out));
+    assert!(text.contains("| heldout | 89 |"), "{text}\n{}", stderr(&out));
+    assert!(
+        text.contains("the calibration in") && text.contains("is this one"),
+        "the recorded calibration is current: {text}"
+    );
     let meets = text.contains("meets the bar");
     assert!(meets || text.contains("is below the bar"), "{text}");
     assert_eq!(out.status.code(), Some(if meets { 0 } else { 1 }));

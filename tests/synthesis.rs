@@ -7,6 +7,7 @@
 mod common;
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use common::durations::*;
 use common::openai::{Reply, Server};
@@ -125,7 +126,15 @@ fn comments_become_fail_then_pass_tests_with_feedback() {
     let feedback = second_for_c3["messages"][3]["content"].as_str().unwrap();
     assert!(feedback.contains("passed on the reviewed commit"), "{feedback}");
     assert!(feedback.contains("1 passed in Ns"), "timings are made stable: {feedback}");
-    assert_eq!(server.calls(), 1 + 3 + 2 + 3 + 1);
+    // An answer that repeats an earlier one word for word is asked once more, sampled: c2's second
+    // and third, c4's third.
+    assert_eq!(server.calls(), 1 + (3 + 2) + 2 + (3 + 1) + 1);
+    let resampled: Vec<&Value> = requests
+        .iter()
+        .filter(|r| r["temperature"].as_f64().is_some_and(|t| (t - 0.7).abs() < 1e-6))
+        .collect();
+    assert_eq!(resampled.len(), 3, "{resampled:?}");
+    assert!(resampled.iter().all(|r| r["seed"].as_i64() != Some(7)), "{resampled:?}");
 
     // The report's funnel row and reasons.
     let report = s.curate(&["report", "p.yaml"]);
@@ -136,5 +145,131 @@ fn comments_become_fail_then_pass_tests_with_feedback() {
     // A second run does nothing and asks the model nothing.
     let again = s.curate(&["run", "p.yaml"]);
     assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
-    assert_eq!(server.calls(), 10);
+    assert_eq!(server.calls(), 13);
+}
+
+/// The containers of a state directory, as `docker ps -a` lists them: name and state.
+fn containers_of(state: &std::path::Path) -> Vec<(String, String)> {
+    let owner = std::fs::canonicalize(state).unwrap();
+    let out = std::process::Command::new("docker")
+        .args(["ps", "-a", "--filter"])
+        .arg(format!("label=dev.curate.state={}", owner.display()))
+        .args(["--format", "{{.Names}} {{.State}}"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once(' ').map(|(n, s)| (n.to_string(), s.to_string())))
+        .collect()
+}
+
+/// `curate` killed with -9 while a test runs: the test's containers stop by themselves at their
+/// limit (it is enforced inside them too), and the next run of the state removes them.
+#[test]
+fn containers_do_not_outlive_a_killed_run() {
+    if !docker_or_skip("the killed-run container test") {
+        return;
+    }
+    let (record, _) = durations3();
+    let slow = Arc::new(Mutex::new(true));
+    let flag = slow.clone();
+    let server = Server::responding(move |_| {
+        if *flag.lock().unwrap() {
+            fence("import time\n\n\ndef test_slow():\n    time.sleep(600)\n")
+        } else {
+            fence(PASSES_BOTH)
+        }
+    });
+    let s = Scratch::new();
+    let mirrors = s.sample_mirrors();
+    s.write("one.jsonl", &format!("{record}\n"));
+    let extra = "    repeats: 1\n    max_attempts: 1\n    timeout_secs: 5\n";
+    s.write("p.yaml", &curation_pipeline("syn", &mirrors, &server.base_url, extra, ""));
+    let mut run = common::curate_cmd(s.dir.path(), &["run", "p.yaml"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let state = s.path(".curate/syn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
+    let running =
+        |state: &std::path::Path| containers_of(state).into_iter().filter(|(_, st)| st == "running").count();
+    while !state.exists() || running(&state) == 0 {
+        assert!(std::time::Instant::now() < deadline, "no test container started");
+        assert!(run.try_wait().unwrap().is_none(), "the run ended before a test ran");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let seen = std::time::Instant::now();
+    run.kill().unwrap(); // SIGKILL: nothing of curate's runs after this
+    run.wait().unwrap();
+    assert!(running(&state) > 0, "the test's containers still run right after the kill");
+    // The host's timer (5 s) died with curate; the limit inside the container (5 + 10 s) holds.
+    std::thread::sleep(std::time::Duration::from_secs(20).saturating_sub(seen.elapsed()));
+    assert_eq!(running(&state), 0, "{:?}", containers_of(&state));
+    assert!(!containers_of(&state).is_empty(), "the stopped containers wait for the next run");
+
+    *slow.lock().unwrap() = false;
+    let out = s.curate(&["run", "p.yaml"]);
+    assert!(stderr(&out).contains("an earlier run of this state left"), "{}", stderr(&out));
+    assert_eq!(containers_of(&state), vec![], "the next run removed them, and its own");
+}
+
+/// With an attribution stage upstream, a test that fails then passes must also reach the change
+/// that answers its comment: a test of the rounding fix, written for the comment that asks for the
+/// docstring, is sent back with the docstring's lines; a test that reads the docstring is taken.
+#[test]
+fn a_test_of_another_part_of_the_fix_is_sent_back_with_the_lines_that_answer() {
+    if !docker_or_skip("the relevance gate test") {
+        return;
+    }
+    let (record, texts) = durations3();
+    let keys: Vec<String> = texts.iter().map(|t| t.chars().take(60).collect()).collect();
+    let server = Server::responding(move |body| {
+        let messages = body["messages"].as_array().unwrap();
+        let first_user = messages.iter().find(|m| m["role"] == "user").unwrap()["content"].as_str().unwrap();
+        let attempt = messages.iter().filter(|m| m["role"] == "assistant").count();
+        match (keys.iter().position(|k| first_user.contains(k.as_str())), attempt) {
+            (Some(0), _) => fence(BEHAVIOURAL),
+            (Some(2), 0) => fence(BEHAVIOURAL),
+            (Some(2), _) => fence(STRUCTURAL),
+            _ => Reply::Answer("I cannot write a test for this.".into()),
+        }
+    });
+    let s = Scratch::new();
+    let mirrors = s.sample_mirrors();
+    s.write("one.jsonl", &format!("{record}\n"));
+    let attribution = format!(
+        "  - id: attribution\n    kind: attribution\n    needs: context\n    prompt: {}/prompts/attribution.md\n",
+        common::root().display()
+    );
+    let yaml = curation_pipeline("syn", &mirrors, &server.base_url, "    repeats: 1\n", &attribution)
+        .replace("needs: [context, environment]\n", "needs: [context, environment, attribution]\n");
+    s.write("p.yaml", &yaml);
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows = rows(&s);
+    let id = |n: usize| format!("curate-sample__durations-3#{n}");
+
+    // The rounding test for the rounding comment: it ran the attributed lines.
+    let (state, _, c1) = &rows[&id(1)];
+    assert_eq!(state, "kept", "{c1}");
+    assert_eq!(c1["relevance"]["how"], "position");
+    let covered = c1["relevance"]["covered"]["src/durations/__init__.py"].as_array().unwrap();
+    assert!(!covered.is_empty(), "{c1}");
+
+    // The rounding test for the docstring comment: fail-then-pass, but not about its comment.
+    let (state, _, c3) = &rows[&id(3)];
+    assert_eq!(state, "kept", "{c3}");
+    let history = c3["history"].as_array().unwrap();
+    assert_eq!(history[0]["result"], "does not exercise the change that answers the comment");
+    let problem = history[0]["problem"].as_str().unwrap();
+    assert!(problem.contains("src/durations/__init__.py:19:"), "the docstring's lines are shown: {problem}");
+    assert_eq!(c3["attempts"], 2);
+    assert_eq!(c3["kind"], "structural");
+    assert_eq!(c3["relevance"]["named"], "parse_duration");
+
+    // The report lists the accepted tests with their evidence.
+    let report = String::from_utf8_lossy(&s.curate(&["report", "p.yaml"]).stdout).to_string();
+    assert!(report.contains("## Accepted tests and the change they test"), "{report}");
+    assert!(report.contains(&format!("| {} | structural | position |", id(3))), "{report}");
 }

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{Scratch, docker_or_skip, root, stderr};
-use curate::exec::testrun::{Verdict, run_test};
+use curate::exec::testrun::{Verdict, run_test, run_test_traced};
 use serde_json::Value;
 
 #[test]
@@ -72,11 +72,35 @@ fn a_probe_fails_on_the_reviewed_commit_and_passes_on_the_fixed_one() {
         assert_eq!(after.verdict, Verdict::Passed, "{}", after.output);
         assert!(reviewed.wrote.is_empty() && after.wrote.is_empty(), "{:?}", after.wrote);
 
+        // Traced, a run says which lines of the named files it executed: the probe calls
+        // parse_duration, so lines of its body; a test that only imports the module reaches none.
+        let source = std::fs::read_to_string(fixed.join("src/durations/__init__.py")).unwrap();
+        let lines: Vec<&str> = source.lines().collect();
+        let def = lines.iter().position(|l| l.starts_with("def parse_duration")).unwrap() + 1;
+        let end = lines.iter().skip(def).position(|l| !l.is_empty() && !l.starts_with(' ')).map_or(lines.len(), |k| def + k);
+        let body = |traced: &std::collections::BTreeMap<String, Vec<u64>>| -> usize {
+            traced.get("src/durations/__init__.py").map_or(0, |hit| hit.iter().filter(|n| (def as u64 + 1..=end as u64).contains(n)).count())
+        };
+        let files = ["src/durations/__init__.py".to_string()];
+        let (run, traced) = run_test_traced(&d, &image, &fixed, ("test_probe.py", &probe), t, &files).await.unwrap();
+        assert_eq!(run.verdict, Verdict::Passed, "{}", run.output);
+        assert!(!run.output.contains("curate-trace"), "{}", run.output);
+        assert!(body(&traced) > 0, "no line of parse_duration's body ({def}..{end}) traced: {traced:?}");
+        let idle = "import durations\n\ndef test_x():\n    assert durations\n";
+        let (_, traced) = run_test_traced(&d, &image, &fixed, ("test_idle.py", idle), t, &files).await.unwrap();
+        assert!(traced.contains_key("src/durations/__init__.py"), "the import itself runs module lines: {traced:?}");
+        assert_eq!(body(&traced), 0, "{traced:?}");
+
         let writer = "import pathlib\n\ndef test_x():\n    pathlib.Path('/repo/notes.txt').write_text('x')\n";
         let writer = run_test(&d, &image, reviewed_tree, ("test_writer.py", writer), t).await.unwrap();
         assert_eq!(writer.verdict, Verdict::Passed, "{}", writer.output);
-        assert_eq!(writer.wrote, ["/repo", "/repo/notes.txt"], "the write into the repository is seen");
+        assert_eq!(writer.wrote, ["/repo/notes.txt"], "the write into the repository is seen");
         assert!(!writer.output.contains("curate-wrote"), "{}", writer.output);
+        // Appending to a project file and setting its times back does not hide the write.
+        let sly = "import os\n\ndef test_x():\n    p = '/repo/pyproject.toml'\n    st = os.stat(p)\n    with open(p, 'a') as f:\n        f.write('# x')\n    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))\n";
+        let sly = run_test(&d, &image, reviewed_tree, ("test_sly.py", sly), t).await.unwrap();
+        assert_eq!(sly.verdict, Verdict::Passed, "{}", sly.output);
+        assert_eq!(sly.wrote, ["/repo/pyproject.toml"], "the write is seen whatever the file's times say");
 
         // Past the memory limit, the kernel kills it: out of resources, not a collection error.
         let hog = "def test_hog():\n    blocks = [b'x' * (64 << 20) for _ in range(48)]\n    assert blocks\n";

@@ -330,3 +330,62 @@ fn an_agent_command_that_hangs_is_killed_with_its_group_and_retried_next_run() {
     assert_eq!(rows.len(), 1, "the same task, not a new one: {rows:?}");
     assert_eq!(rows["curate-sample__durations-3#1"].0, "kept");
 }
+
+/// The agent in rewrite mode: shown the function around the commented line, it first sends it back
+/// unchanged (and is told so), then rewritten; the rewrite is spliced in and the hidden test passes.
+#[test]
+fn a_rewrite_of_the_commented_function_is_spliced_back_and_validated() {
+    if !docker_or_skip("the rewrite-mode validation test") {
+        return;
+    }
+    let (record, texts) = durations3();
+    let first: String = texts[0].chars().take(60).collect();
+    let server = Server::responding(move |body| {
+        let messages = body["messages"].as_array().unwrap();
+        let system = messages[0]["content"].as_str().unwrap_or("");
+        let user = messages.iter().find(|m| m["role"] == "user").unwrap()["content"].as_str().unwrap();
+        if !user.contains(first.as_str()) {
+            return Reply::Answer("I cannot write a test for this.".into());
+        }
+        if !system.contains("one piece of code") {
+            return fence(BEHAVIOURAL);
+        }
+        let shown = user.split("```python\n").nth(1).and_then(|c| c.split("\n```").next()).unwrap();
+        assert!(shown.trim_start().starts_with("def parse_duration"), "the function is shown whole: {shown}");
+        let step = messages.iter().filter(|m| m["role"] == "assistant").count();
+        let code = if step == 0 {
+            shown.to_string()
+        } else {
+            let old = "    return sum(\n        int(float(number) * _UNITS[unit]) for number, unit in _TOKEN.findall(text)\n    )";
+            assert!(shown.contains(old), "{shown}");
+            shown.replace(old, "    total = sum(float(number) * _UNITS[unit] for number, unit in _TOKEN.findall(text))\n    return round(total)")
+        };
+        Reply::Answer(format!("```python\n{code}\n```"))
+    });
+    let s = Scratch::new();
+    let mirrors = s.sample_mirrors();
+    s.write("one.jsonl", &format!("{record}\n"));
+    let stages = "  - id: validate
+    kind: agent_validation
+    needs: [tests, context, environment]
+    attempts: 1
+    agent:
+      kind: builtin
+      mode: rewrite
+      prompt: {prompts}/agent_rewrite.md
+      feedback_prompt: {prompts}/agent_rewrite_feedback.md
+      max_steps: 2
+";
+    s.write("p.yaml", &curation_pipeline("val", &mirrors, &server.base_url, "    repeats: 1\n", stages));
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let validated = rows(&s, "validate");
+    let (state, _, c1) = &validated["curate-sample__durations-3#1"];
+    assert_eq!(state, "kept", "{c1}");
+    assert!(c1["patch"].as_str().unwrap().contains("+    return round(total)"), "{c1}");
+    let steps = c1["history"][0]["transcript"].as_array().unwrap();
+    assert!(steps[0]["errors"][0].as_str().unwrap().contains("changes nothing"), "{steps:?}");
+    assert_eq!(steps[1]["applied"], 1);
+    let told = server.requests().iter().any(|r| r.to_string().contains("it changes nothing"));
+    assert!(told, "the unchanged answer was reported back");
+}

@@ -1,14 +1,16 @@
 //! The built-in coding agent: the configured LLM reads the task and answers with search/replace
 //! edits (or a unified diff, or a whole file: see [`super::edits`]), which are applied to the
 //! working copy; edits that cannot be applied are reported back, for at most `max_steps` answers.
-//! It stops as soon as an answer's edits all apply.
+//! It stops as soon as an answer's edits all apply. In the rewrite mode (see [`super::rewrite`]) it
+//! asks, per commented place, for the code around it rewritten whole, with the same step limit.
 
 use std::path::Path;
 
 use serde_json::{Value, json};
 
 use super::edits::{apply, parse_any};
-use super::{Agent, AgentFuture, AgentTask, PLACEHOLDERS, Revision};
+use super::rewrite::{self, Region};
+use super::{Agent, AgentFuture, AgentTask, Mode, PLACEHOLDERS, REWRITE_PLACEHOLDERS, Revision};
 use crate::context::StageContext;
 use crate::engine::stage::{Meter, TaskError};
 use crate::errors::ConfigError;
@@ -25,6 +27,7 @@ pub struct BuiltinAgent {
     prompt: Template,
     feedback: Template,
     max_steps: u32,
+    mode: Mode,
 }
 
 impl BuiltinAgent {
@@ -33,6 +36,7 @@ impl BuiltinAgent {
         prompt: &Path,
         feedback: &Path,
         max_steps: u32,
+        mode: Mode,
         llm: &LlmSpec,
     ) -> Result<BuiltinAgent, ConfigError> {
         if max_steps == 0 {
@@ -41,14 +45,35 @@ impl BuiltinAgent {
         let settings = ctx.llm.merged(llm).settings();
         Ok(BuiltinAgent {
             llm: Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("agent.llm", e))?,
-            prompt: ctx.template("agent.prompt", prompt, &PLACEHOLDERS)?,
+            prompt: ctx.template(
+                "agent.prompt",
+                prompt,
+                if mode == Mode::Rewrite { &REWRITE_PLACEHOLDERS } else { &PLACEHOLDERS },
+            )?,
             feedback: ctx.template("agent.feedback_prompt", feedback, &["errors"])?,
             max_steps,
+            mode,
         })
     }
 
     pub fn fingerprint(&self) -> Value {
         self.llm.settings.fingerprint()
+    }
+
+    /// A request for `messages`; another attempt samples differently, the first with the configured seed.
+    fn request(&self, messages: Vec<Message>, attempt: u32) -> crate::llm::ChatRequest {
+        let mut request = self.llm.request(messages);
+        request.seed = request.seed.map(|s| s + i64::from(attempt) - 1);
+        request
+    }
+
+    /// The feedback message that reports `errors`.
+    fn feedback_message(&self, errors: &[String]) -> Option<Message> {
+        let values = std::collections::BTreeMap::from([(
+            "errors",
+            errors.iter().map(|e| format!("- {e}")).collect::<Vec<_>>().join("\n"),
+        )]);
+        self.feedback.render(&values).pop()
     }
 
     async fn work(
@@ -58,15 +83,16 @@ impl BuiltinAgent {
         attempt: u32,
         meter: &Meter,
     ) -> Result<Revision, TaskError> {
+        if self.mode == Mode::Rewrite {
+            return self.rewrite(task, workdir, attempt, meter).await;
+        }
         let mut messages = self.prompt.render(&task.values(CLIP_LINES));
         // Only a file the model saw whole can be answered with a whole new version.
         let whole: Vec<(String, String)> =
             task.files.iter().filter(|(_, text)| text.lines().count() <= CLIP_LINES).cloned().collect();
         let mut transcript = Vec::new();
         for step in 1..=self.max_steps {
-            let mut request = self.llm.request(messages.clone());
-            // Another attempt samples differently; the first is the configured seed.
-            request.seed = request.seed.map(|s| s + i64::from(attempt) - 1);
+            let request = self.request(messages.clone(), attempt);
             let (answer, _) = self.llm.chat(&request).await.map_err(|e| TaskError::infra(e.to_string()))?;
             meter.add(answer.usage.into());
             let (edits, mut errors) = parse_any(&answer.text, &whole, answer.truncated);
@@ -90,12 +116,95 @@ impl BuiltinAgent {
                 break;
             }
             messages.push(Message::assistant(answer.text));
-            let values = std::collections::BTreeMap::from([(
-                "errors",
-                errors.iter().map(|e| format!("- {e}")).collect::<Vec<_>>().join("\n"),
-            )]);
-            if let Some(m) = self.feedback.render(&values).pop() {
-                messages.push(m);
+            messages.extend(self.feedback_message(&errors));
+        }
+        let diff = working_diff(workdir).map_err(|e| TaskError::infra(e.to_string()))?;
+        Ok(Revision { diff, transcript })
+    }
+
+    /// The rewrite mode: per review note on a shown file, the code around its line rewritten whole
+    /// and spliced back, the notes lowest in a file first so earlier places keep their lines.
+    async fn rewrite(
+        &self,
+        task: &AgentTask,
+        workdir: &Path,
+        attempt: u32,
+        meter: &Meter,
+    ) -> Result<Revision, TaskError> {
+        let mut places: Vec<(String, u64, Region, &str)> = Vec::new();
+        for note in &task.review {
+            let (Some(path), Some(line)) = (&note.path, note.line) else { continue };
+            let Some((_, text)) = task.files.iter().find(|(p, _)| p == path) else { continue };
+            let region = rewrite::region(text, line as usize);
+            // Two notes in one place are answered together.
+            match places
+                .iter_mut()
+                .find(|(p, _, r, _)| p == path && r.start <= region.end && region.start <= r.end)
+            {
+                Some(place) => {
+                    place.2 =
+                        Region { start: place.2.start.min(region.start), end: place.2.end.max(region.end) }
+                }
+                None => places.push((path.clone(), line, region, note.body.as_str())),
+            }
+        }
+        places.sort_by(|a, b| a.0.cmp(&b.0).then(b.2.start.cmp(&a.2.start)));
+        let mut transcript = Vec::new();
+        for (path, line, region, _) in &places {
+            let review: Vec<&str> = task
+                .review
+                .iter()
+                .filter(|n| {
+                    n.path.as_deref() == Some(path.as_str())
+                        && n.line.is_some_and(|l| (region.start..=region.end).contains(&(l as usize)))
+                })
+                .map(|n| n.body.trim())
+                .collect();
+            // A path from data may not leave the working copy.
+            if crate::record::check_repo_path(path).is_err() {
+                continue;
+            }
+            let file = workdir.join(path);
+            let source = std::fs::read_to_string(&file)
+                .map_err(|e| TaskError::infra(format!("reading {}: {e}", file.display())))?;
+            let original = rewrite::cut(&source, *region);
+            let values = std::collections::BTreeMap::from([
+                ("pr_title", task.pr_title.clone()),
+                ("patch", crate::agent::file_patch(&task.patch, path)),
+                ("review", review.join("\n\n")),
+                ("path", path.clone()),
+                ("line", line.to_string()),
+                ("start", region.start.to_string()),
+                ("end", region.end.to_string()),
+                ("code", original.clone()),
+            ]);
+            let mut messages = self.prompt.render(&values);
+            for step in 1..=self.max_steps {
+                let (answer, _) = self
+                    .llm
+                    .chat(&self.request(messages.clone(), attempt))
+                    .await
+                    .map_err(|e| TaskError::infra(e.to_string()))?;
+                meter.add(answer.usage.into());
+                let outcome = rewrite::rewritten(&answer.text, &original, answer.truncated);
+                transcript.push(json!({
+                    "step": step,
+                    "place": format!("{path}:{}-{}", region.start, region.end),
+                    "answer": answer.text,
+                    "applied": usize::from(outcome.is_ok()),
+                    "errors": outcome.as_ref().err().into_iter().collect::<Vec<_>>(),
+                }));
+                match outcome {
+                    Ok(code) => {
+                        std::fs::write(&file, rewrite::splice(&source, *region, &code))
+                            .map_err(|e| TaskError::infra(format!("writing {}: {e}", file.display())))?;
+                        break;
+                    }
+                    Err(error) => {
+                        messages.push(Message::assistant(answer.text));
+                        messages.extend(self.feedback_message(&[error]));
+                    }
+                }
             }
         }
         let diff = working_diff(workdir).map_err(|e| TaskError::infra(e.to_string()))?;

@@ -4,12 +4,14 @@
 //! one [`Agent`]. The agent never sees the synthesized test or the fixed commit: it works on a
 //! history-free copy ([`crate::repo::workspace`]) and its revision is whatever it changed there.
 //!
-//! - [`builtin`]: driven by the configured LLM, writing search/replace [`edits`];
+//! - [`builtin`]: driven by the configured LLM, writing search/replace [`edits`], or, in the
+//!   [`rewrite`] mode, rewriting the function around each commented line;
 //! - [`command`]: any command-line agent (Claude Code, Codex, aider, mini-swe-agent) run on the copy.
 
 pub mod builtin;
 pub mod command;
 pub mod edits;
+pub mod rewrite;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -76,6 +78,20 @@ impl AgentTask {
 
 /// The placeholders an agent's prompt may use.
 pub const PLACEHOLDERS: [&str; 4] = ["pr_title", "patch", "review", "files"];
+/// The placeholders of the rewrite mode's prompt: one commented place at a time.
+pub const REWRITE_PLACEHOLDERS: [&str; 8] =
+    ["pr_title", "patch", "review", "path", "line", "start", "end", "code"];
+
+/// How the built-in agent answers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Search/replace blocks (or a unified diff, or a whole file) over the files shown.
+    #[default]
+    Edits,
+    /// The function or method around each commented line, rewritten whole.
+    Rewrite,
+}
 
 /// The sections of a unified diff that touch `path` (on either side); the whole diff when none do.
 pub fn file_patch(patch: &str, path: &str) -> String {
@@ -131,8 +147,11 @@ pub enum AgentConfig {
         /// Model answers at most, the first included.
         #[serde(default = "default_steps")]
         max_steps: u32,
+        /// `edits` (the default) or `rewrite`.
         #[serde(default)]
-        llm: LlmSpec,
+        mode: Mode,
+        #[serde(default)]
+        llm: Box<LlmSpec>,
     },
     Command {
         /// Run with `sh -c` in the working copy; `{prompt_file}` and `{workdir}` are filled in.
@@ -161,9 +180,13 @@ pub struct BuiltAgent {
 impl AgentConfig {
     pub fn build(&self, ctx: &StageContext) -> Result<BuiltAgent, ConfigError> {
         match self {
-            AgentConfig::Builtin { prompt, feedback_prompt, max_steps, llm } => {
-                let agent = builtin::BuiltinAgent::new(ctx, prompt, feedback_prompt, *max_steps, llm)?;
-                let fingerprint = agent.fingerprint();
+            AgentConfig::Builtin { prompt, feedback_prompt, max_steps, mode, llm } => {
+                let agent = builtin::BuiltinAgent::new(ctx, prompt, feedback_prompt, *max_steps, *mode, llm)?;
+                let mut fingerprint = agent.fingerprint();
+                // Only when not the default, so keys made before modes existed stay valid.
+                if *mode == Mode::Rewrite {
+                    fingerprint["mode"] = serde_json::json!("rewrite");
+                }
                 Ok(BuiltAgent {
                     agent: Arc::new(agent),
                     files: vec![path_text(prompt), path_text(feedback_prompt)],

@@ -2,14 +2,17 @@
 //! precision, recall, F1 and the confusion matrix, for the tuning and the held-out split. Fails when
 //! held-out precision is under the stage's bar.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, anyhow};
 use serde::Deserialize;
+use sha2::Digest;
 
 use super::{Failure, exit};
 use crate::engine::spec::parse_config;
+use crate::stages::review_filter::calibration::{self, Calibration, Confusion};
 use crate::stages::review_filter::{Config, Fields, Filter, Judgement};
 
 #[derive(Debug, Deserialize)]
@@ -27,67 +30,22 @@ struct GoldComment {
     category: Option<String>,
 }
 
-/// Keep is the positive class.
-#[derive(Debug, Default, Clone, Copy, PartialEq)]
-pub struct Confusion {
-    pub tp: usize,
-    pub fp: usize,
-    pub fn_: usize,
-    pub tn: usize,
-    /// Answers that could not be read (counted as drops, as the stage does).
-    pub unparseable: usize,
-    /// Kept by both, with the same category.
-    pub same_category: usize,
-}
-
-impl Confusion {
-    pub fn add(&mut self, gold_keep: bool, predicted_keep: bool) {
-        match (gold_keep, predicted_keep) {
-            (true, true) => self.tp += 1,
-            (false, true) => self.fp += 1,
-            (true, false) => self.fn_ += 1,
-            (false, false) => self.tn += 1,
-        }
-    }
-
-    fn ratio(a: usize, b: usize) -> f64 {
-        if b == 0 { 0.0 } else { a as f64 / b as f64 }
-    }
-
-    pub fn precision(&self) -> f64 {
-        Confusion::ratio(self.tp, self.tp + self.fp)
-    }
-
-    pub fn recall(&self) -> f64 {
-        Confusion::ratio(self.tp, self.tp + self.fn_)
-    }
-
-    pub fn f1(&self) -> f64 {
-        let (p, r) = (self.precision(), self.recall());
-        if p + r == 0.0 { 0.0 } else { 2.0 * p * r / (p + r) }
-    }
-
-    pub fn total(&self) -> usize {
-        self.tp + self.fp + self.fn_ + self.tn
-    }
-}
-
+/// A split's figures for one way of deciding.
 fn row(name: &str, c: &Confusion) -> String {
     format!(
-        "| {name} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {}/{} |",
+        "| {name} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} |",
         c.total(),
         c.tp,
         c.fp,
         c.fn_,
         c.tn,
-        c.unparseable,
         c.precision(),
         c.recall(),
-        c.f1(),
-        c.same_category,
-        c.tp
+        c.f1()
     )
 }
+
+const HEADER: &str = "| split | n | TP | FP | FN | TN | precision | recall | F1 |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|";
 
 /// The gold set at `path`: one labelled comment a line, each in the `tune` or the `heldout` split.
 fn read_gold(path: &Path) -> Result<Vec<GoldComment>, Failure> {
@@ -144,49 +102,75 @@ where
     out
 }
 
-/// The confusion matrices of both splits, the disagreements and the comments with no answer.
-struct Tally {
-    tune: Confusion,
-    heldout: Confusion,
-    wrong: Vec<String>,
+/// Every gold comment's judgement, read for the figures.
+struct Scored {
+    /// (confidence in keeping, gold keep) per split.
+    tune: Vec<(f64, bool)>,
+    heldout: Vec<(f64, bool)>,
+    /// The model's word alone, per split.
+    word_tune: Confusion,
+    word_heldout: Confusion,
+    unparseable: usize,
+    /// Kept by gold and model with the same category, and kept by both.
+    same_category: (usize, usize),
+    /// Per rule: how often it fired, and on how many gold keeps.
+    rules: BTreeMap<&'static str, (usize, usize)>,
+    /// Comment, split, gold keep, confidence, the model's reason.
+    rows: Vec<(String, String, bool, f64, String)>,
     errors: Vec<String>,
 }
 
-fn tally(comments: &[GoldComment], results: Vec<Result<Judgement, String>>) -> Tally {
-    let (mut tune, mut heldout, mut errors) = (Confusion::default(), Confusion::default(), Vec::new());
-    let mut wrong = Vec::new();
+fn score(comments: &[GoldComment], results: Vec<Result<Judgement, String>>) -> Scored {
+    let mut s = Scored {
+        tune: Vec::new(),
+        heldout: Vec::new(),
+        word_tune: Confusion::default(),
+        word_heldout: Confusion::default(),
+        unparseable: 0,
+        same_category: (0, 0),
+        rules: BTreeMap::new(),
+        rows: Vec::new(),
+        errors: Vec::new(),
+    };
     for (c, judged) in comments.iter().zip(results) {
         let gold_keep = c.label == "keep";
-        let split = if c.split == "heldout" { &mut heldout } else { &mut tune };
-        match judged {
-            Ok(Judgement::Verdict(v, _)) => {
-                split.add(gold_keep, v.keep);
-                if gold_keep && v.keep && v.category.is_some() && v.category == c.category {
-                    split.same_category += 1;
-                }
-                if gold_keep != v.keep {
-                    wrong.push(format!(
-                        "{} ({}): gold {}, model {}: {}",
-                        c.id,
-                        c.split,
-                        c.label,
-                        if v.keep { "keep" } else { "drop" },
-                        v.reason
-                    ));
-                }
+        let judgement = match judged {
+            Ok(j) => j,
+            Err(e) => {
+                s.errors.push(format!("{}: {e}", c.id));
+                continue;
             }
-            Ok(Judgement::Unparseable { .. }) => {
-                split.add(gold_keep, false);
-                split.unparseable += 1;
+        };
+        let (word, reason) = match &judgement {
+            Judgement::Verdict(v, _) => {
+                if gold_keep && v.keep {
+                    s.same_category.1 += 1;
+                    s.same_category.0 += usize::from(v.category.is_some() && v.category == c.category);
+                }
+                (v.keep, v.reason.clone())
             }
-            Err(e) => errors.push(format!("{}: {e}", c.id)),
-        }
+            Judgement::Rule(rule) => {
+                let fired = s.rules.entry(rule.name).or_default();
+                fired.0 += 1;
+                fired.1 += usize::from(gold_keep);
+                (false, format!("rule `{}`", rule.name))
+            }
+            Judgement::Unparseable { .. } => {
+                s.unparseable += 1;
+                (false, "unparseable".into())
+            }
+        };
+        let p = judgement.confidence();
+        let heldout = c.split == "heldout";
+        if heldout { &mut s.word_heldout } else { &mut s.word_tune }.add(gold_keep, word);
+        if heldout { &mut s.heldout } else { &mut s.tune }.push((p, gold_keep));
+        s.rows.push((c.id.clone(), c.split.clone(), gold_keep, p, reason));
     }
-    Tally { tune, heldout, wrong, errors }
+    s
 }
 
-pub fn gold(path: &Path, stage: Option<&str>) -> Result<u8, Failure> {
-    let (pipeline, context) = crate::curation::load(path)?;
+pub fn gold(path: &Path, stage: Option<&str>, record: bool, scores: Option<&Path>) -> Result<u8, Failure> {
+    let (pipeline, context) = crate::curation::load_spec(path)?;
     let plan = pipeline
         .stages
         .iter()
@@ -202,7 +186,7 @@ pub fn gold(path: &Path, stage: Option<&str>) -> Result<u8, Failure> {
         return Err(anyhow!("stage `{}` is a {} stage, not review_filter", plan.id, plan.kind).into());
     }
     let config: Config = parse_config(&plan.config).map_err(|e| anyhow!("stage `{}`: {e}", plan.id))?;
-    let gold_path = pipeline.dir.join(
+    let gold_path = context.dir.join(
         config
             .gold
             .clone()
@@ -228,40 +212,144 @@ pub fn gold(path: &Path, stage: Option<&str>) -> Result<u8, Failure> {
     let comments = Arc::new(comments);
     let results = runtime.block_on(judge_all(&filter, &comments, &bar));
     bar.finish_and_clear();
-    let Tally { tune, heldout, wrong, errors } = tally(&comments, results);
-    if !errors.is_empty() {
-        for e in errors.iter().take(5) {
+    let scored = score(&comments, results);
+    if !scored.errors.is_empty() {
+        for e in scored.errors.iter().take(5) {
             eprintln!("error: {e}");
         }
-        return Err(anyhow!("{} of {} gold comments got no answer", errors.len(), comments.len()).into());
+        return Err(
+            anyhow!("{} of {} gold comments got no answer", scored.errors.len(), comments.len()).into()
+        );
     }
-    let mut all = tune;
-    for (a, b) in [
-        (&mut all.tp, heldout.tp),
-        (&mut all.fp, heldout.fp),
-        (&mut all.fn_, heldout.fn_),
-        (&mut all.tn, heldout.tn),
-    ] {
-        *a += b;
-    }
-    all.unparseable += heldout.unparseable;
-    all.same_category += heldout.same_category;
 
-    println!("| split | n | TP | FP | FN | TN | unparseable | precision | recall | F1 | same category |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    println!("{}", row("tune", &tune));
-    println!("{}", row("heldout", &heldout));
-    println!("{}", row("all", &all));
+    if let Some(file) = scores {
+        let lines: Vec<String> = scored
+            .rows
+            .iter()
+            .map(|(id, split, gold_keep, p, reason)| {
+                serde_json::json!({"id": id, "split": split, "gold_keep": gold_keep, "confidence": p, "reason": reason})
+                    .to_string()
+            })
+            .collect();
+        std::fs::write(file, lines.join("\n") + "\n")
+            .with_context(|| format!("writing {}", file.display()))?;
+    }
+    println!("The model's word (keep or drop as written):\n\n{HEADER}");
+    println!("{}\n{}", row("tune", &scored.word_tune), row("heldout", &scored.word_heldout));
+    println!(
+        "\nunparseable: {}; same category where both keep: {} of {}",
+        scored.unparseable, scored.same_category.0, scored.same_category.1
+    );
+    if !scored.rules.is_empty() {
+        println!("\nRules before the model (fired / of them gold keep):");
+        for (name, (fired, keeps)) in &scored.rules {
+            println!("- `{name}`: {fired} / {keeps}");
+        }
+    }
+
+    let choice = calibration::choose(&scored.tune, config.precision_bar);
+    let threshold = choice.map(|c| c.threshold);
+    let (tune, heldout) = match threshold {
+        Some(t) => (Confusion::at(&scored.tune, t), Confusion::at(&scored.heldout, t)),
+        None => (scored.word_tune, scored.word_heldout),
+    };
+    match choice {
+        Some(c) => println!(
+            "\nCalibrated: keep when the model's confidence in a kept kind is at least {:.4} (chosen on the tuning split; {}):\n\n{HEADER}",
+            c.threshold,
+            if c.reaches_bar {
+                format!(
+                    "the lowest threshold whose precision, less one standard error, reaches {:.2}",
+                    config.precision_bar
+                )
+            } else {
+                format!(
+                    "no threshold reaches {:.2}, this one has the highest precision",
+                    config.precision_bar
+                )
+            }
+        ),
+        None => println!("\nNo threshold keeps a kept comment of the tuning split; the model's word stands."),
+    }
+    if choice.is_some() {
+        println!("{}\n{}", row("tune", &tune), row("heldout", &heldout));
+    }
+
+    let decided = |p: f64, word_row: &str| threshold.map_or(word_row != "drop", |t| p >= t);
+    let wrong: Vec<String> = scored
+        .rows
+        .iter()
+        .filter(|(_, _, gold_keep, p, reason)| *gold_keep != decided(*p, reason))
+        .map(|(id, split, gold_keep, p, reason)| {
+            let gold = if *gold_keep { "keep" } else { "drop" };
+            format!("{id} ({split}): gold {gold}, confidence {p:.3}: {reason}")
+        })
+        .collect();
     if !wrong.is_empty() {
-        println!("\nDisagreements ({}):", wrong.len());
+        println!("\nDisagreements at the threshold ({}):", wrong.len());
         for w in &wrong {
             println!("- {w}");
         }
+    }
+
+    if let Some(choice) = choice {
+        report_record(&context.dir, &config, &filter, &gold_path, choice, tune, heldout, record)?;
+    } else if record {
+        return Err(anyhow!("nothing to record: no threshold keeps a kept comment").into());
     }
     let precision = heldout.precision();
     let verdict = if precision >= config.precision_bar { "meets" } else { "is below" };
     println!("\nheld-out precision {precision:.3} {verdict} the bar of {:.2}", config.precision_bar);
     Ok(if precision >= config.precision_bar { exit::OK } else { exit::ERRORED })
+}
+
+/// Writes the calibration with `--record`, or says how it compares with the recorded one.
+#[allow(clippy::too_many_arguments)]
+fn report_record(
+    dir: &Path,
+    config: &Config,
+    filter: &Filter,
+    gold_path: &Path,
+    choice: calibration::Choice,
+    tune: Confusion,
+    heldout: Confusion,
+    record: bool,
+) -> Result<(), Failure> {
+    let Some(relative) = &config.calibration else {
+        if record {
+            return Err(anyhow!("the stage names no `calibration:` file to record the threshold in").into());
+        }
+        println!("\n(the stage names no `calibration:` file, so it keeps on the model's word)");
+        return Ok(());
+    };
+    let path = dir.join(relative);
+    let gold = std::fs::read(gold_path).with_context(|| format!("reading {}", gold_path.display()))?;
+    let fresh = Calibration {
+        prompt_sha256: filter.prompt_sha256.clone(),
+        llm: filter.llm.settings.fingerprint(),
+        gold_sha256: hex::encode(sha2::Sha256::digest(&gold)),
+        precision_bar: config.precision_bar,
+        threshold: choice.threshold,
+        reaches_bar_on_tune: choice.reaches_bar,
+        tune,
+        heldout,
+    };
+    let recorded: Option<Calibration> =
+        std::fs::read_to_string(&path).ok().and_then(|t| serde_json::from_str(&t).ok());
+    if record {
+        let text = serde_json::to_string_pretty(&fresh).context("serializing the calibration")? + "\n";
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        println!("\ncalibration recorded in {}", path.display());
+    } else if recorded.as_ref() == Some(&fresh) {
+        println!("\nthe calibration in {} is this one", path.display());
+    } else {
+        println!(
+            "\nthe calibration in {} {}; `curate gold PIPELINE --record` records this one",
+            path.display(),
+            if recorded.is_some() { "differs" } else { "is missing or unreadable" }
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -310,23 +398,8 @@ mod tests {
             .iter()
             .map(|id| serde_json::from_str(&gold_line(id, "heldout", "keep")).unwrap())
             .collect();
-        let t = tally(&comments, vec![Err("the judge task failed: panicked".into()), Err("down".into())]);
-        assert_eq!(t.errors, vec!["a: the judge task failed: panicked", "b: down"]);
-        assert_eq!(t.heldout.total(), 0);
-    }
-
-    #[test]
-    fn precision_recall_and_f1() {
-        let mut c = Confusion::default();
-        for (g, p) in
-            [(true, true), (true, true), (true, false), (false, true), (false, false), (false, false)]
-        {
-            c.add(g, p);
-        }
-        assert_eq!((c.tp, c.fp, c.fn_, c.tn), (2, 1, 1, 2));
-        assert!((c.precision() - 2.0 / 3.0).abs() < 1e-9);
-        assert!((c.recall() - 2.0 / 3.0).abs() < 1e-9);
-        assert!((c.f1() - 2.0 / 3.0).abs() < 1e-9);
-        assert_eq!(Confusion::default().precision(), 0.0);
+        let s = score(&comments, vec![Err("the judge task failed: panicked".into()), Err("down".into())]);
+        assert_eq!(s.errors, vec!["a: the judge task failed: panicked", "b: down"]);
+        assert!(s.heldout.is_empty());
     }
 }

@@ -1,4 +1,5 @@
-//! Commands that read and never run: `validate`, `graph`, `status`, `report`, `export`.
+//! Commands that read and never run: `validate`, `graph`, `status`, `report`, `export`; and
+//! `clean`, which removes what a killed run left in Docker.
 
 use std::path::Path;
 
@@ -83,10 +84,14 @@ pub fn report(
         .map(|last| export::assemble(&flow, &states, last).stats);
     // Table 5 and its figures, for an evaluation pipeline.
     let evaluation = report::evaluation::evaluation(&flow, &states);
+    let relevance = report::relevance::section(&flow, &states);
     let markdown = || {
         let mut md = funnel.to_markdown();
         if let Some(stats) = &stats {
             md.push_str(&format!("\n## Benchmark statistics (Table 4)\n\n{}", stats.to_markdown()));
+        }
+        if let Some(relevance) = &relevance {
+            md.push_str(&format!("\n{relevance}"));
         }
         if let Some(evaluation) = &evaluation {
             md.push_str(&format!("\n{}", evaluation.to_markdown()));
@@ -159,5 +164,31 @@ pub fn export(path: &Path, sel: &Selection, out: &Path, stage: Option<&str>) -> 
         loaded.pipeline.stages[last].id,
         out.display()
     );
+    Ok(exit::OK)
+}
+
+/// Removes the containers a killed run of this state left behind, listing them. Holds the state's
+/// lock while it does, so it never touches a live run's containers.
+pub fn clean(path: &Path, sel: &Selection) -> Result<u8, Failure> {
+    let loaded = load(path, sel)?;
+    let dir = &loaded.state_dir;
+    if !dir.exists() {
+        println!("no state at {}: nothing to clean", dir.display());
+        return Ok(exit::OK);
+    }
+    let _lock = lock::acquire(dir).map_err(anyhow::Error::from)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let removed = runtime.block_on(async {
+        let docker = crate::exec::connect().await?;
+        crate::exec::sandbox::sweep(&docker, dir).await
+    });
+    let removed = removed.map_err(anyhow::Error::from)?;
+    for name in &removed {
+        println!("removed container {name}");
+    }
+    println!("{} container(s) of {} removed", removed.len(), dir.display());
     Ok(exit::OK)
 }

@@ -10,11 +10,13 @@ use crate::errors::{Problem, SourceError, SpecError};
 mod gold;
 mod images;
 mod inspect;
+mod relevance;
 mod run;
 
 pub use gold::gold;
 pub use images::images_bootstrap;
-pub use inspect::{GraphFormat, ReportFormat, export, graph, report, status, validate};
+pub use inspect::{GraphFormat, ReportFormat, clean, export, graph, report, status, validate};
+pub use relevance::relevance;
 pub use run::{RunOptions, run};
 
 /// Exit codes, as documented in the README.

@@ -65,8 +65,19 @@ pub fn run(path: &Path, opts: &RunOptions) -> Result<u8, Failure> {
         .context("cannot start the async runtime")?;
     // A pipeline that uses Docker checks the daemon once, before any work: one clear error rather
     // than a thousand errored tasks.
+    crate::exec::sandbox::set_owner(dir);
     if loaded.pipeline.stages.iter().any(|s| s.resource == Resource::Docker) {
-        runtime.block_on(crate::exec::connect()).map_err(anyhow::Error::from)?;
+        let docker = runtime.block_on(crate::exec::connect()).map_err(anyhow::Error::from)?;
+        // What a killed run of this state left behind; the lock says no live run owns it.
+        let swept =
+            runtime.block_on(crate::exec::sandbox::sweep(&docker, dir)).map_err(anyhow::Error::from)?;
+        if !swept.is_empty() {
+            eprintln!(
+                "removed {} container(s) an earlier run of this state left: {}",
+                swept.len(),
+                swept.join(", ")
+            );
+        }
     }
     let summary = runtime
         .block_on(scheduler::run(&flow, &store, &records, &limits, reporter.as_mut()))

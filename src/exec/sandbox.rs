@@ -1,7 +1,14 @@
 //! Running untrusted code: a command in a throwaway container with the network off, memory, CPU and
 //! process limits, a wall-clock timeout that kills it, a clean environment (no credentials), output
 //! captured and truncated, and the container always removed.
+//!
+//! Nothing may outlive its run: the time limit is also enforced inside the container (its command
+//! runs under `timeout -s KILL`, a little longer than the host's timer, so a container whose curate
+//! died stops by itself); a run whose task is dropped removes its container in the background; and
+//! every container is labelled with the state directory of the run that made it, so the next
+//! `curate run` of that state (or `curate clean`) removes what a killed one left.
 
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use bollard::Docker;
@@ -19,6 +26,70 @@ const OUTPUT_LIMIT: usize = 64 * 1024;
 
 /// Every container curate makes carries this label, so leftovers can be found.
 pub const LABEL: &str = "dev.curate.sandbox";
+/// And this one, naming the state directory of the run that made it (when a run set one).
+pub const OWNER_LABEL: &str = "dev.curate.state";
+/// Seconds the in-container limit allows past the host's timer, which should always fire first.
+const INSIDE_GRACE_SECS: u64 = 10;
+
+static OWNER: OnceLock<String> = OnceLock::new();
+
+/// Names the state directory this process's containers belong to (once; later calls are ignored).
+pub fn set_owner(state_dir: &std::path::Path) {
+    let dir = std::fs::canonicalize(state_dir).unwrap_or_else(|_| state_dir.to_path_buf());
+    let _ = OWNER.set(dir.to_string_lossy().into_owned());
+}
+
+/// The owner label's value for `state_dir`, as [`set_owner`] writes it.
+pub fn owner_of(state_dir: &std::path::Path) -> String {
+    std::fs::canonicalize(state_dir)
+        .unwrap_or_else(|_| state_dir.to_path_buf())
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Removes every container (running or not) labelled as made for `state_dir`, and names them. Run
+/// while holding the state's lock: no live run of it can own one.
+pub async fn sweep(docker: &Docker, state_dir: &std::path::Path) -> Result<Vec<String>, ExecError> {
+    let filter = format!("{OWNER_LABEL}={}", owner_of(state_dir));
+    let options = bollard::query_parameters::ListContainersOptionsBuilder::default()
+        .all(true)
+        .filters(&std::collections::HashMap::from([("label".to_string(), vec![filter])]))
+        .build();
+    let mut removed = Vec::new();
+    for container in docker.list_containers(Some(options)).await? {
+        let Some(id) = container.id else { continue };
+        let name = container.names.and_then(|n| n.first().cloned()).unwrap_or_else(|| id.clone());
+        let remove = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
+        docker.remove_container(&id, Some(remove)).await?;
+        removed.push(name.trim_start_matches('/').to_string());
+    }
+    removed.sort();
+    Ok(removed)
+}
+
+/// Removes its container when dropped before [`Remover::done`]: a task dropped mid-run (a second
+/// Ctrl-C, a panic elsewhere) leaves nothing running.
+struct Remover {
+    docker: Docker,
+    id: Option<String>,
+}
+
+impl Remover {
+    fn done(mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for Remover {
+    fn drop(&mut self) {
+        let (Some(id), Ok(handle)) = (self.id.take(), tokio::runtime::Handle::try_current()) else { return };
+        let docker = self.docker.clone();
+        handle.spawn(async move {
+            let remove = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
+            let _ = docker.remove_container(&id, Some(remove)).await;
+        });
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct RunSpec {
@@ -89,16 +160,27 @@ pub async fn run(docker: &Docker, spec: &RunSpec) -> Result<RunResult, ExecError
     if !image_exists(docker, &spec.image).await? {
         return Err(ExecError::MissingImage(spec.image.clone()));
     }
+    // The limit inside the container too: if this process dies, the container still stops.
+    let limit = (spec.timeout.as_secs() + INSIDE_GRACE_SECS).to_string();
+    let command: Vec<String> = ["timeout", "-s", "KILL", &limit]
+        .into_iter()
+        .map(String::from)
+        .chain(spec.command.iter().cloned())
+        .collect();
+    let mut labels = std::collections::HashMap::from([(LABEL.to_string(), "1".to_string())]);
+    if let Some(owner) = OWNER.get() {
+        labels.insert(OWNER_LABEL.to_string(), owner.clone());
+    }
     let body = ContainerCreateBody {
         image: Some(spec.image.clone()),
-        cmd: Some(spec.command.clone()),
+        cmd: Some(command),
         working_dir: Some(spec.workdir.clone()),
         env: Some(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
         network_disabled: Some(true),
         // The same name on every run: not the container's id, which a test or a log could print
         // and make two runs of the same check differ.
         hostname: Some("sandbox".into()),
-        labels: Some([(LABEL.to_string(), "1".to_string())].into()),
+        labels: Some(labels),
         host_config: Some(HostConfig {
             network_mode: Some("none".into()),
             memory: Some(spec.memory_bytes),
@@ -114,9 +196,11 @@ pub async fn run(docker: &Docker, spec: &RunSpec) -> Result<RunResult, ExecError
     let name = format!("curate-run-{}-{}", std::process::id(), rand::random::<u64>());
     let options = CreateContainerOptionsBuilder::default().name(&name).build();
     let id = docker.create_container(Some(options), body).await?.id;
+    let guard = Remover { docker: docker.clone(), id: Some(id.clone()) };
     let result = run_in(docker, &id, spec).await.map(|r| RunResult { container: name.clone(), ..r });
     let remove = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
     let removed = docker.remove_container(&id, Some(remove)).await;
+    guard.done();
     let result = result?;
     removed?;
     Ok(result)

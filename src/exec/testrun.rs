@@ -4,6 +4,7 @@
 //! not the test's own verdict (a syntax error in the test, an import that breaks collection, a
 //! timeout).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -135,26 +136,119 @@ pub fn env_spec(image: &str, command: Vec<String>) -> RunSpec {
 const WROTE: &str = "curate-wrote: ";
 
 /// The shell command of a test run: pytest on the test file, then every path under the repository
-/// that changed while it ran (a test may not write into the project).
+/// that changed while it ran (a test may not write into the project). Changed by the inode's change
+/// time, which every write and every `utime` sets and no unprivileged process can set back, so a test
+/// that restores a file's modification time is still seen.
 fn test_command(test_path: &str) -> Vec<String> {
+    test_command_with(test_path, "")
+}
+
+/// [`test_command`] with more pytest options.
+fn test_command_with(test_path: &str, options: &str) -> Vec<String> {
     let script = format!(
-        "touch {TEST_DIR}/.started && python -m pytest -q -p no:cacheprovider --rootdir {TEST_DIR} {test_path}; \
-         rc=$?; find {REPO} -newer {TEST_DIR}/.started -not -path '*/__pycache__*' -print \
+        "touch {TEST_DIR}/.started && python -m pytest -q -p no:cacheprovider{options} --rootdir {TEST_DIR} {test_path}; \
+         rc=$?; find {REPO} -cnewer {TEST_DIR}/.started -not -path '*/__pycache__*' -printf '%y %p\\n' \
          | sed 's|^|{WROTE}|'; exit $rc"
     );
     vec!["sh".into(), "-c".into(), script]
 }
 
-/// Splits the run's output into what pytest printed and the paths written under the repository.
-fn split_writes(output: &str) -> (String, Vec<String>) {
-    let mut wrote = Vec::new();
+/// The module name of the tracing plugin in the test directory, and its source.
+const TRACE_PLUGIN: (&str, &str) = ("curate_trace", include_str!("trace_plugin.py"));
+/// Prefixes the line the tracing plugin prints.
+const TRACED: &str = "curate-trace: ";
+
+/// Runs `test` like [`run_test`], tracing which lines of `files` (paths relative to the repository)
+/// it executes: per file, its executed line numbers. A run whose plugin printed nothing (killed,
+/// timed out) traced nothing.
+pub async fn run_test_traced(
+    docker: &Docker,
+    image: &str,
+    tree: &Path,
+    test: (&str, &str),
+    timeout: Duration,
+    files: &[String],
+) -> Result<(TestRun, BTreeMap<String, Vec<u64>>), ExecError> {
+    let name = test_name(test.0);
+    let test_path = format!("{TEST_DIR}/{name}");
+    let mut spec = env_spec(image, test_command_with(&test_path, &format!(" -p {}", TRACE_PLUGIN.0)));
+    spec.timeout = timeout;
+    spec.env.push(("PYTHONHASHSEED".into(), "0".into()));
+    spec.env.push(("PYTHONPATH".into(), TEST_DIR.into()));
+    let absolute: Vec<String> = files.iter().map(|f| format!("{REPO}/{f}")).collect();
+    spec.env.push(("CURATE_TRACE_FILES".into(), absolute.join(":")));
+    spec.files = tree_files(tree)?;
+    spec.files.push((test_path, test.1.as_bytes().to_vec()));
+    spec.files.push((format!("{TEST_DIR}/{}.py", TRACE_PLUGIN.0), TRACE_PLUGIN.1.as_bytes().to_vec()));
+    let r = run(docker, &spec).await?;
+    let (output, wrote) = split_writes(&r.output);
+    let mut traced = BTreeMap::new();
     let mut rest = String::with_capacity(output.len());
     for line in output.split_inclusive('\n') {
-        match line.strip_prefix(WROTE) {
-            Some(path) => wrote.push(path.trim_end().to_string()),
+        match line.strip_prefix(TRACED) {
+            Some(json) => {
+                let hits: BTreeMap<String, Vec<u64>> = serde_json::from_str(json.trim()).unwrap_or_default();
+                for (path, lines) in hits {
+                    let relative = path.strip_prefix(&format!("{REPO}/")).unwrap_or(&path).to_string();
+                    traced.insert(relative, lines);
+                }
+            }
             None => rest.push_str(line),
         }
     }
+    let run = TestRun {
+        verdict: classify(r.exit_code, r.timed_out, &rest),
+        exit_code: r.exit_code,
+        output: rest,
+        wrote,
+        seconds: r.duration.as_secs_f64(),
+    };
+    Ok((run, traced))
+}
+
+/// The file name a test runs under.
+fn test_name(path: &str) -> String {
+    Path::new(path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "test_curate.py".into())
+}
+
+/// Directories pytest plugins keep their own state in, made in the working directory whatever the
+/// test does (pytest-benchmark's `.benchmarks`, hypothesis's database): not writes of the test.
+const TOOL_STATE: [&str; 3] = [".benchmarks", ".hypothesis", ".pytest_cache"];
+
+/// Splits the run's output into what pytest printed and the paths written under the repository.
+/// Plugins' state directories are left out, and so is a directory whose only change is an entry
+/// listed (or left out) below it; a directory changed with nothing listed below it lost an entry
+/// (a deleted file), and stays.
+fn split_writes(output: &str) -> (String, Vec<String>) {
+    let mut changed: Vec<(bool, String)> = Vec::new();
+    let mut rest = String::with_capacity(output.len());
+    for line in output.split_inclusive('\n') {
+        match line.strip_prefix(WROTE) {
+            Some(entry) => {
+                let (kind, path) = entry.trim_end().split_once(' ').unwrap_or(("f", entry.trim_end()));
+                changed.push((kind == "d", path.to_string()));
+            }
+            None => rest.push_str(line),
+        }
+    }
+    let tool_state = |path: &str| {
+        TOOL_STATE.iter().any(|d| {
+            let root = format!("{REPO}/{d}");
+            path == root || path.starts_with(&format!("{root}/"))
+        })
+    };
+    let explained = |dir: &str| {
+        let prefix = format!("{dir}/");
+        changed.iter().any(|(_, p)| p.strip_prefix(&prefix).is_some_and(|rest| !rest.contains('/')))
+    };
+    let wrote = changed
+        .iter()
+        .filter(|(is_dir, path)| !(tool_state(path) || (*is_dir && explained(path))))
+        .map(|(_, path)| path.clone())
+        .collect();
     (rest, wrote)
 }
 
@@ -179,10 +273,7 @@ pub async fn run_test_seeded(
     timeout: Duration,
     seed: u32,
 ) -> Result<TestRun, ExecError> {
-    let name = Path::new(test.0)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "test_curate.py".into());
+    let name = test_name(test.0);
     let test_path = format!("{TEST_DIR}/{name}");
     let mut spec = env_spec(image, test_command(&test_path));
     spec.timeout = timeout;
@@ -243,8 +334,14 @@ mod tests {
     #[test]
     fn written_paths_are_split_from_the_output() {
         let (out, wrote) =
-            split_writes("..F\ncurate-wrote: /repo/data.json\n1 failed\ncurate-wrote: /repo\n");
+            split_writes("..F\ncurate-wrote: f /repo/data.json\n1 failed\ncurate-wrote: d /repo\n");
         assert_eq!(out, "..F\n1 failed\n");
-        assert_eq!(wrote, ["/repo/data.json", "/repo"]);
+        assert_eq!(wrote, ["/repo/data.json"], "the directory changed because the file was made in it");
+        // A plugin's state directory is not the test's write, nor is its parent's change.
+        let (_, wrote) = split_writes("curate-wrote: d /repo\ncurate-wrote: d /repo/.benchmarks\n");
+        assert!(wrote.is_empty(), "{wrote:?}");
+        // A directory that changed with nothing new in it lost an entry: a deletion.
+        let (_, wrote) = split_writes("curate-wrote: d /repo/pkg\n");
+        assert_eq!(wrote, ["/repo/pkg"]);
     }
 }

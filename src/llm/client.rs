@@ -9,13 +9,13 @@ use std::time::Instant;
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
-use async_openai::types::chat::{CreateChatCompletionRequest, FinishReason};
+use async_openai::types::chat::{ChatCompletionTokenLogprob, CreateChatCompletionRequest, FinishReason};
 use tokio::sync::OnceCell;
 
 use super::cache::ResponseCache;
 use super::retry::RetryPolicy;
 use super::transport::Transport;
-use super::types::{Answer, CacheMode, ChatRequest, LlmSettings, Message, Usage};
+use super::types::{Answer, CacheMode, ChatRequest, LlmSettings, Message, TokenLogprob, Usage};
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum LlmError {
@@ -51,6 +51,14 @@ fn describe(e: &OpenAIError) -> String {
     }
 }
 
+fn token_logprob(t: &ChatCompletionTokenLogprob) -> TokenLogprob {
+    TokenLogprob {
+        token: t.token.clone(),
+        logprob: t.logprob,
+        top: t.top_logprobs.iter().map(|a| (a.token.clone(), a.logprob)).collect(),
+    }
+}
+
 impl Llm {
     /// `cache_dir` is where recorded answers live (`cache/llm`).
     pub fn new(settings: LlmSettings, cache_dir: &Path) -> Result<Llm, String> {
@@ -72,6 +80,7 @@ impl Llm {
             max_tokens: self.settings.max_tokens,
             seed: self.settings.seed,
             stop: self.settings.stop.clone(),
+            top_logprobs: None,
         }
     }
 
@@ -128,10 +137,15 @@ impl Llm {
         if !request.stop.is_empty() {
             body["stop"] = serde_json::json!(request.stop);
         }
+        if let Some(n) = request.top_logprobs {
+            body["logprobs"] = serde_json::json!(true);
+            body["top_logprobs"] = serde_json::json!(n);
+        }
         let typed: CreateChatCompletionRequest = serde_json::from_value(body)
             .map_err(|e| LlmError::Failed(format!("cannot build the request: {e}")))?;
         let retry = RetryPolicy::of(&self.settings);
         let mut attempt = 0;
+        let started = Instant::now();
         loop {
             let t0 = Instant::now();
             match self.client.chat().create(typed.clone()).await {
@@ -150,6 +164,12 @@ impl Llm {
                         prompt_tokens: u64::from(u.prompt_tokens),
                         completion_tokens: u64::from(u.completion_tokens),
                     });
+                    let logprobs = choice
+                        .logprobs
+                        .as_ref()
+                        .and_then(|l| l.content.as_ref())
+                        .map(|tokens| tokens.iter().map(token_logprob).collect())
+                        .unwrap_or_default();
                     let created_at = std::time::SystemTime::now()
                         .duration_since(std::time::UNIX_EPOCH)
                         .map_or(0, |d| d.as_secs());
@@ -160,11 +180,12 @@ impl Llm {
                         usage,
                         elapsed_ms: t0.elapsed().as_millis() as u64,
                         created_at,
+                        logprobs,
                     });
                 }
                 // A body that is not a chat completion (a proxy's error page, a cut-off stream):
                 // the transport saw a 200, so retry here.
-                Err(OpenAIError::JSONDeserialize(..)) if retry.may_retry(attempt) => {
+                Err(OpenAIError::JSONDeserialize(..)) if retry.may_retry(attempt, started.elapsed()) => {
                     tokio::time::sleep(retry.delay(attempt, None)).await;
                     attempt += 1;
                 }

@@ -25,9 +25,13 @@ pub struct LlmSpec {
     pub seed: Option<i64>,
     /// Strings that end the answer where they appear (not included in it).
     pub stop: Option<Vec<String>>,
+    /// Seconds one request may take, answer included (default 300).
     pub timeout_secs: Option<u64>,
-    /// Attempts after the first for 429, 5xx, timeouts and dropped connections.
+    /// Attempts after the first for 429, 5xx, timeouts and dropped connections (default 4).
     pub max_retries: Option<u32>,
+    /// Seconds after a request's first attempt began past which no retry starts (default 600): a
+    /// hung server holds a task for at most about this plus one `timeout_secs`.
+    pub retry_budget_secs: Option<u64>,
     /// Requests in flight at once to this server, shared with the stages that set the same server and
     /// limits; a stage with other limits has its own (see `transport`).
     pub concurrency: Option<usize>,
@@ -54,6 +58,7 @@ impl LlmSpec {
             stop,
             timeout_secs,
             max_retries,
+            retry_budget_secs,
             concurrency,
             requests_per_minute,
             backoff_ms,
@@ -80,8 +85,9 @@ impl LlmSpec {
             max_tokens: self.max_tokens.unwrap_or(512),
             seed: self.seed.or(Some(7)),
             stop: self.stop.clone().unwrap_or_default(),
-            timeout: Duration::from_secs(self.timeout_secs.unwrap_or(600)),
+            timeout: Duration::from_secs(self.timeout_secs.unwrap_or(300)),
             max_retries: self.max_retries.unwrap_or(4),
+            retry_budget: Duration::from_secs(self.retry_budget_secs.unwrap_or(600)),
             concurrency: self.concurrency.unwrap_or(1).max(1),
             requests_per_minute: self.requests_per_minute,
             backoff: Duration::from_millis(self.backoff_ms.unwrap_or(500)),

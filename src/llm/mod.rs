@@ -11,13 +11,15 @@
 //! - [`cache`]: recorded answers, one file per request hash;
 //! - [`client`]: a chat call through the cache and the transport;
 //! - [`json`]: getting a JSON object out of what a model wrote;
+//! - [`confidence`]: how sure the model was of a word it chose, from the answer's log-probabilities;
 //! - [`prompt`]: prompt templates from `prompts/`.
 //!
 //! Dependencies run one way: `config`, `cache`, `retry` and `prompt` use only `types`, `transport`
-//! uses `retry` too, and `client` puts them together; `json` stands alone.
+//! uses `retry` too, and `client` puts them together; `json` stands alone, `confidence` uses only `types`.
 
 pub mod cache;
 pub mod client;
+pub mod confidence;
 pub mod config;
 pub mod json;
 pub mod prompt;
@@ -27,4 +29,4 @@ pub mod types;
 
 pub use client::LlmError;
 pub use config::LlmSpec;
-pub use types::{Answer, CacheMode, ChatRequest, LlmSettings, Message, Usage};
+pub use types::{Answer, CacheMode, ChatRequest, LlmSettings, Message, TokenLogprob, Usage};

@@ -15,16 +15,24 @@ pub struct RetryPolicy {
     pub max_retries: u32,
     /// The wait after the first failure; it doubles with each failure after that.
     pub backoff: Duration,
+    /// No retry starts once this long has passed since the first attempt began, so a hung server
+    /// holds a task for about `budget` plus one request timeout, not `max_retries` timeouts.
+    pub budget: Duration,
 }
 
 impl RetryPolicy {
     pub fn of(settings: &LlmSettings) -> RetryPolicy {
-        RetryPolicy { max_retries: settings.max_retries, backoff: settings.backoff }
+        RetryPolicy {
+            max_retries: settings.max_retries,
+            backoff: settings.backoff,
+            budget: settings.retry_budget,
+        }
     }
 
-    /// Whether another attempt may follow failed attempt `attempt` (0 is the first try).
-    pub fn may_retry(&self, attempt: u32) -> bool {
-        attempt < self.max_retries
+    /// Whether another attempt may follow failed attempt `attempt` (0 is the first try) of a
+    /// request whose first attempt began `elapsed` ago.
+    pub fn may_retry(&self, attempt: u32, elapsed: Duration) -> bool {
+        attempt < self.max_retries && elapsed < self.budget
     }
 
     /// The wait after failed attempt `attempt`: what the server `asked` (a `Retry-After`) if it
@@ -45,7 +53,8 @@ impl RetryPolicy {
 mod tests {
     use super::*;
 
-    const POLICY: RetryPolicy = RetryPolicy { max_retries: 3, backoff: Duration::from_millis(500) };
+    const POLICY: RetryPolicy =
+        RetryPolicy { max_retries: 3, backoff: Duration::from_millis(500), budget: Duration::from_secs(60) };
 
     #[test]
     fn the_wait_doubles_from_the_backoff_with_jitter_in_its_upper_half_up_to_the_cap() {
@@ -69,7 +78,13 @@ mod tests {
 
     #[test]
     fn max_retries_counts_attempts_after_the_first() {
-        let tries: Vec<_> = (0..5).map(|attempt| POLICY.may_retry(attempt)).collect();
+        let tries: Vec<_> = (0..5).map(|attempt| POLICY.may_retry(attempt, Duration::ZERO)).collect();
         assert_eq!(tries, [true, true, true, false, false]);
+    }
+
+    #[test]
+    fn no_retry_starts_once_the_budget_is_spent() {
+        assert!(POLICY.may_retry(0, Duration::from_secs(59)));
+        assert!(!POLICY.may_retry(0, Duration::from_secs(60)));
     }
 }

@@ -116,12 +116,13 @@ impl Transport {
         let permits = &self.endpoint.permits;
         let _permit = permits.acquire().await.map_err(|e| OpenAIError::InvalidArgument(e.to_string()))?;
         let mut attempt = 0;
+        let started = Instant::now();
         loop {
             self.endpoint.wait_for_rate().await;
             let request = factory.build().await?;
             let wait = match self.http.execute(request).await {
                 Ok(r) if r.status().as_u16() == 429 || r.status().is_server_error() => {
-                    if !self.retry.may_retry(attempt) {
+                    if !self.retry.may_retry(attempt, started.elapsed()) {
                         return Ok(r);
                     }
                     self.retry.delay(attempt, retry_after(&r))
@@ -129,7 +130,7 @@ impl Transport {
                 Ok(r) => return Ok(r),
                 Err(e) if e.is_builder() => return Err(OpenAIError::Reqwest(e)),
                 Err(e) => {
-                    if !self.retry.may_retry(attempt) {
+                    if !self.retry.may_retry(attempt, started.elapsed()) {
                         return Err(OpenAIError::Reqwest(e));
                     }
                     self.retry.delay(attempt, None)

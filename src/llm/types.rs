@@ -38,6 +38,10 @@ pub struct ChatRequest {
     /// Left out of the hash when empty, so answers recorded before it existed still replay.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stop: Vec<String>,
+    /// Ask for this many alternatives, with their log-probabilities, at each answer token. Left out
+    /// of the hash when unset, like `stop`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_logprobs: Option<u8>,
 }
 
 impl ChatRequest {
@@ -66,6 +70,19 @@ pub struct Answer {
     pub elapsed_ms: u64,
     /// Seconds since the epoch.
     pub created_at: u64,
+    /// Per answer token, its log-probability and the likeliest alternatives, when the request asked
+    /// for them and the server gave them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub logprobs: Vec<TokenLogprob>,
+}
+
+/// One token of an answer and the tokens the model weighed at its place.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenLogprob {
+    pub token: String,
+    pub logprob: f32,
+    /// The likeliest tokens at this place, the chosen one among them, with their log-probabilities.
+    pub top: Vec<(String, f32)>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,6 +121,8 @@ pub struct LlmSettings {
     pub stop: Vec<String>,
     pub timeout: Duration,
     pub max_retries: u32,
+    /// No retry starts once this long has passed since a request's first attempt.
+    pub retry_budget: Duration,
     pub concurrency: usize,
     pub requests_per_minute: Option<u32>,
     pub backoff: Duration,
@@ -140,6 +159,7 @@ mod tests {
             max_tokens: 8,
             seed: Some(7),
             stop: Vec::new(),
+            top_logprobs: None,
         };
         let old_form = r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.0,"max_tokens":8,"seed":7}"#;
         assert_eq!(request.hash(), hex::encode(Sha256::digest(old_form.as_bytes())));

@@ -2,6 +2,7 @@
 //! aligning review comments to the code they were made on.
 
 pub mod align;
+pub mod hunks;
 pub mod mirror;
 pub mod workspace;
 

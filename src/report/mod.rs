@@ -7,4 +7,5 @@ pub mod funnel;
 pub mod graph;
 pub mod html;
 pub mod progress;
+pub mod relevance;
 pub mod status;

@@ -56,6 +56,31 @@ impl Contract for CommentContext {
     const NAME: &'static str = "context";
 }
 
+/// `attribution`: the changes of the fix that answer a comment.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Attribution {
+    /// How they were chosen: `position`, `model`, or the only change there was.
+    pub how: String,
+    pub changes: Vec<AttributedChange>,
+}
+
+/// One hunk of the fix chosen for a comment.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AttributedChange {
+    /// The file at the fixed commit (its old name for a deletion).
+    pub path: String,
+    /// Added lines, numbered in the fixed file.
+    pub added: Vec<u64>,
+    /// Removed lines, numbered in the reviewed file.
+    pub removed: Vec<u64>,
+    /// Where the hunk starts in the fixed file.
+    pub new_start: u64,
+}
+
+impl Contract for Attribution {
+    const NAME: &'static str = "attribution";
+}
+
 /// `environment`: the PR's image and what it knows of the project.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Environment {

@@ -9,6 +9,7 @@ use crate::errors::ConfigError;
 use crate::record::{PullRequest, ReviewComment};
 
 pub mod agent_validation;
+pub mod attribution;
 pub mod comment_context;
 pub mod contract;
 pub mod environment;
@@ -28,6 +29,7 @@ const REGISTRY: &[(&str, BuildFn)] = &[
     ("exec", exec::build),
     ("comment_context", comment_context::build),
     ("review_filter", review_filter::build),
+    ("attribution", attribution::build),
     ("environment", environment::build_stage),
     ("test_synthesis", test_synthesis::build),
     ("agent_validation", agent_validation::build),

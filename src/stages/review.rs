@@ -35,7 +35,7 @@ enum ReviewerConfig {
     Llm {
         prompt: PathBuf,
         #[serde(default)]
-        llm: LlmSpec,
+        llm: Box<LlmSpec>,
     },
     Command {
         /// Run with `sh -c` in a copy of the reviewed code; `{patch_file}` is the patch under

@@ -25,23 +25,41 @@ use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
 use crate::exec::docker::LazyDocker;
-use crate::exec::testrun::{TestRun, Verdict, run_test_seeded};
+use crate::exec::testrun::{TestRun, Verdict, run_test_seeded, run_test_traced};
 use crate::llm::client::Llm;
 use crate::llm::prompt::Template;
 use crate::llm::{LlmSpec, Message};
 use crate::record::{PullRequest, ReviewComment};
 use crate::repo::Mirrors;
 use crate::synthesis::answer::test_code;
+use crate::synthesis::facts::{self, MAX_SIGNATURES};
 use crate::synthesis::oracle::{Miss, for_feedback, judge, reasons};
+use crate::synthesis::relevance;
 use crate::synthesis::source::{code_only, network_use, test_kind};
 
-const PLACEHOLDERS: [&str; 8] =
-    ["pr_title", "path", "module", "comment", "diff_hunk", "file_before", "file_after", "fix_diff"];
+const PLACEHOLDERS: [&str; 12] = [
+    "pr_title",
+    "pr_body",
+    "path",
+    "module",
+    "comment",
+    "diff_hunk",
+    "file_before",
+    "file_after",
+    "fix_diff",
+    "signatures",
+    "changed_signatures",
+    "test_imports",
+];
 const FEEDBACK_PLACEHOLDERS: [&str; 5] =
     ["problem", "reviewed_verdict", "reviewed_output", "fixed_verdict", "fixed_output"];
 
 /// Lines of the comment's diff hunk shown: its end, where the commented line is.
 const HUNK_LINES: usize = 12;
+/// Characters of the PR's description shown: its start.
+const BODY_CHARS: usize = 600;
+/// The temperature an answer that repeats an earlier one is asked again at.
+const RESAMPLE_TEMPERATURE: f32 = 0.7;
 /// Lines of each side's output sent back to the model, and kept per attempt in the store.
 const FEEDBACK_LINES: usize = 15;
 const STORED_OUTPUT_LINES: usize = 120;
@@ -120,7 +138,11 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         file_lines: config.file_lines,
     });
     // 2: an import error on both sides is judged a broken import. 3: a cut-off answer with no
-    // complete test is told so.
+    // complete test is told so. 4: facts in the prompt (signatures, the tests' imports, the PR's
+    // description); importing the project's tests is a miss; with an attribution upstream, the
+    // relevance gate. 5: an answer that repeats an earlier one is sampled again. 6: floats at full
+    // precision in the fed-back output are cut (measurements made every run differ). 7: pytest
+    // plugins' state directories (.benchmarks, .hypothesis) are not writes of the test.
     Ok(StageDef {
         side_effects: true,
         files: vec![
@@ -132,7 +154,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         unhashed: &["llm"],
         provides: Some(contract::Test::NAME),
         requires: vec![contract::CommentContext::NAME, contract::Environment::NAME],
-        ..StageDef::new(stage, 3, Scope::Comment, Resource::Llm)
+        ..StageDef::new(stage, 7, Scope::Comment, Resource::Llm)
     })
 }
 
@@ -188,13 +210,20 @@ struct Inputs {
     context: contract::CommentContext,
     image: String,
     packages: Vec<String>,
+    /// The changes of the fix that answer the comment, when an `attribution` stage is upstream:
+    /// an accepted test must then reach them.
+    attribution: Option<contract::Attribution>,
 }
 
 fn inputs(input: &TaskInput) -> Result<Inputs, TaskError> {
     let (pr, comment) = comment_records(input)?;
     let context: contract::CommentContext = contract::upstream(input)?;
     let environment: contract::Environment = contract::upstream(input)?;
-    Ok(Inputs { pr, comment, context, image: environment.image, packages: environment.imports })
+    let attribution = match input.output_of(contract::Attribution::NAME) {
+        Some(_) => Some(contract::upstream(input)?),
+        None => None,
+    };
+    Ok(Inputs { pr, comment, context, image: environment.image, packages: environment.imports, attribution })
 }
 
 /// A test file name from the comment's id.
@@ -211,8 +240,54 @@ struct Trees<'a> {
     fixed: &'a Path,
 }
 
+/// A miss read from the test's text before it runs: it imports the project's tests, or uses the
+/// network.
+fn static_miss(code: &str, packages: &[String]) -> Option<Miss> {
+    let of_tests = facts::test_package_imports(code);
+    if !of_tests.is_empty() {
+        return Some(Miss {
+            reason: reasons::TEST_PACKAGE,
+            problem: format!(
+                "the test imports {}, the project's own tests, which are not part of the code under test. Import only the project's modules and the standard library, and write any helper you need in the test file.",
+                of_tests.join(", ")
+            ),
+        });
+    }
+    let network = network_use(&code_only(code), packages);
+    (!network.is_empty()).then(|| Miss {
+        reason: reasons::NETWORK,
+        problem: format!(
+            "the test imports {}, but tests run with the network off. Test the code without a network.",
+            network.join(", ")
+        ),
+    })
+}
+
+/// Lines for the prompt: at most `max`, the rest counted; a note when there are none.
+fn listed(lines: &[String], max: usize, none: &str) -> String {
+    if lines.is_empty() {
+        return none.to_string();
+    }
+    let mut out = lines.iter().take(max).cloned().collect::<Vec<_>>().join("\n");
+    if lines.len() > max {
+        out.push_str(&format!("\n# … {} more", lines.len() - max));
+    }
+    out
+}
+
+/// The start of `text`, at most `max` characters, cut at a line end where one is near.
+fn opening(text: &str, max: usize) -> String {
+    let text = text.trim();
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(max).collect();
+    let at = cut.rfind('\n').filter(|at| *at > max / 2).unwrap_or(cut.len());
+    format!("{} …", cut[..at].trim_end())
+}
+
 impl Synthesis {
-    fn first_messages(&self, i: &Inputs, fix_diff: &str) -> Vec<Message> {
+    fn first_messages(&self, i: &Inputs, fix_diff: &str, test_imports: &[String]) -> Vec<Message> {
         let c = &i.context;
         let (start, end) = (c.start_line as usize, c.end_line as usize);
         let path = c.path.as_str();
@@ -220,8 +295,14 @@ impl Synthesis {
         let hunk_tail: Vec<&str> = hunk.lines().collect();
         let hunk = hunk_tail[hunk_tail.len().saturating_sub(HUNK_LINES)..].join("\n");
         let after = c.file_after.as_deref().unwrap_or("(the file no longer exists)");
+        let before_sigs = facts::signatures(&c.file_before);
+        let changed = facts::changed_signatures(&before_sigs, &facts::signatures(after));
         let values = BTreeMap::from([
             ("pr_title", i.pr.title.clone()),
+            ("pr_body", opening(&i.pr.body, BODY_CHARS)),
+            ("signatures", listed(&before_sigs, MAX_SIGNATURES, "# no public definitions")),
+            ("changed_signatures", listed(&changed, MAX_SIGNATURES, "# none")),
+            ("test_imports", listed(test_imports, facts::MAX_TEST_IMPORTS, "# no test imports it")),
             ("path", path.to_string()),
             ("module", module_of(path, &i.packages)),
             ("comment", i.comment.text.trim().to_string()),
@@ -286,13 +367,16 @@ impl Synthesis {
         let head = i.pr.head_commit.clone();
         let paths: Vec<String> =
             std::iter::once(i.context.path.clone()).chain(i.context.fixed_path.clone()).collect();
-        // The two trees to run against, and what the fix changed in the commented file.
-        let fix_diff = tokio::task::spawn_blocking(move || {
+        let module = module_of(&i.context.path, &i.packages);
+        // The two trees to run against, what the fix changed in the commented file, and how the
+        // project's tests import the module.
+        let (fix_diff, test_imports) = tokio::task::spawn_blocking(move || {
             let mirror = mirrors.open(&repo, &[&head, &fixed_commit])?;
             mirrors.checkout(&mirror, &head, &reviewed_dest)?;
             mirrors.checkout(&mirror, &fixed_commit, &dest)?;
             let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
-            mirror.diff_of(&head, &fixed_commit, &paths)
+            let diff = mirror.diff_of(&head, &fixed_commit, &paths)?;
+            Ok::<_, TaskError>((diff, facts::test_imports(&reviewed_dest, &module)))
         })
         .await
         // A commit the mirror lacks is the data's fault (a rejection): retrying will not bring it.
@@ -301,13 +385,13 @@ impl Synthesis {
         // Docker only once the data is known to be whole: a missing commit needs no daemon to say so.
         let docker = self.docker.get().await?;
         let file = test_file_name(&input.item.id);
-        let mut messages = self.first_messages(&i, &fix_diff);
+        let mut messages = self.first_messages(&i, &fix_diff, &test_imports);
         let mut history = Vec::new();
         let mut last = reasons::UNPARSEABLE;
+        let mut answers: Vec<String> = Vec::new();
         for attempt in 1..=self.max_attempts {
-            let (answer, _) =
-                self.llm.chat(&self.llm.request(messages.clone())).await.map_err(TaskError::infra)?;
-            input.meter.add(answer.usage.into());
+            let answer = self.answer(&messages, &answers, input).await?;
+            answers.push(answer.text.clone());
             messages.push(Message::assistant(answer.text.clone()));
             let code = match test_code(&answer.text, answer.truncated) {
                 Ok(code) => code,
@@ -319,15 +403,7 @@ impl Synthesis {
                     continue;
                 }
             };
-            let network = network_use(&code_only(&code), &i.packages);
-            if !network.is_empty() {
-                let miss = Miss {
-                    reason: reasons::NETWORK,
-                    problem: format!(
-                        "the test imports {}, but tests run with the network off. Test the code without a network.",
-                        network.join(", ")
-                    ),
-                };
+            if let Some(miss) = static_miss(&code, &i.packages) {
                 history.push(
                     json!({"attempt": attempt, "code": code, "result": miss.reason, "problem": miss.problem}),
                 );
@@ -348,11 +424,18 @@ impl Synthesis {
                 }
                 Err(miss) => Err(miss),
             };
+            let judged = match (judged, &i.attribution) {
+                (Ok(()), Some(attribution)) => {
+                    self.relevance(&docker, &i, attribution, trees, (&file, &code), &mut record).await?
+                }
+                (judged, _) => judged,
+            };
             match judged {
                 Ok(()) => {
                     record["result"] = json!("accepted");
                     history.push(record);
                     let kind = test_kind(&code, &i.packages);
+                    let relevance = history.last().and_then(|r| r.get("relevance")).cloned();
                     return Ok(json!({
                         "test_file": file,
                         "test": code,
@@ -360,6 +443,7 @@ impl Synthesis {
                         "kind_because": kind.because,
                         "reviewed_verdict": reviewed.verdict,
                         "attempts": attempt,
+                        "relevance": relevance,
                         "history": history,
                     }));
                 }
@@ -379,6 +463,99 @@ impl Synthesis {
         Err(TaskError::Reject {
             reason: last.to_string(),
             detail: json!({"attempts": history.len(), "history": history}),
+        })
+    }
+
+    /// The model's next answer. At temperature 0 a small model often sends an earlier answer back
+    /// word for word, whatever the feedback said; such a repeat is asked once more, sampled with
+    /// another seed at [`RESAMPLE_TEMPERATURE`], and that answer stands.
+    async fn answer(
+        &self,
+        messages: &[Message],
+        earlier: &[String],
+        input: &TaskInput,
+    ) -> Result<crate::llm::Answer, TaskError> {
+        let request = self.llm.request(messages.to_vec());
+        let (answer, _) = self.llm.chat(&request).await.map_err(TaskError::infra)?;
+        input.meter.add(answer.usage.into());
+        if !earlier.contains(&answer.text) {
+            return Ok(answer);
+        }
+        let resampled = crate::llm::ChatRequest {
+            temperature: request.temperature.max(RESAMPLE_TEMPERATURE),
+            seed: request.seed.map(|s| s + earlier.len() as i64),
+            ..request
+        };
+        let (answer, _) = self.llm.chat(&resampled).await.map_err(TaskError::infra)?;
+        input.meter.add(answer.usage.into());
+        Ok(answer)
+    }
+
+    /// The relevance gate: a behavioural test must execute a line of the changes that answer the
+    /// comment (traced on the fixed commit); a structural one must name a definition they belong
+    /// to. The evidence goes into the attempt's record.
+    async fn relevance(
+        &self,
+        docker: &Docker,
+        i: &Inputs,
+        attribution: &contract::Attribution,
+        trees: Trees<'_>,
+        test: (&str, &str),
+        record: &mut Value,
+    ) -> Result<Result<(), Miss>, TaskError> {
+        let fixed_file = |path: &str| -> Option<String> {
+            if crate::record::check_repo_path(path).is_err() {
+                return None;
+            }
+            std::fs::read_to_string(trees.fixed.join(path)).ok()
+        };
+        let changes: Vec<relevance::Change<'_>> = attribution
+            .changes
+            .iter()
+            .map(|c| relevance::Change { path: &c.path, added: &c.added, new_start: c.new_start })
+            .collect();
+        let targets = relevance::targets(&changes, fixed_file);
+        if targets.is_empty() {
+            record["relevance"] = json!({"how": attribution.how, "checked": "no Python lines to reach"});
+            return Ok(Ok(()));
+        }
+        let kind = test_kind(test.1, &i.packages);
+        let problem = |why: &str| Miss {
+            reason: reasons::IRRELEVANT,
+            problem: format!(
+                "{why} These are the lines of the change that answer the reviewer's comment:\n{}\nWrite a test of what these lines do.",
+                relevance::shown(&targets, fixed_file, 12)
+            ),
+        };
+        if kind.kind == crate::synthesis::source::TestKind::Structural {
+            let names = relevance::definitions(&targets, fixed_file);
+            let read = names.iter().find(|n| test.1.contains(n.as_str())).cloned();
+            record["relevance"] =
+                json!({"how": attribution.how, "targets": targets, "definitions": names, "named": read});
+            return Ok(match read {
+                Some(_) => Ok(()),
+                None => Err(problem(&format!(
+                    "The test passes on the changed code, but it does not read {}, where the change that answers the comment is.",
+                    names.join(" or ")
+                ))),
+            });
+        }
+        let files: Vec<String> = targets.keys().cloned().collect();
+        let (run, traced) =
+            run_test_traced(docker, &i.image, trees.fixed, test, self.timeout, &files).await?;
+        let covered = relevance::covered(&targets, &traced);
+        record["relevance"] = json!({
+            "how": attribution.how,
+            "targets": targets,
+            "covered": covered,
+            "traced_verdict": run.verdict,
+        });
+        Ok(if covered.is_empty() {
+            Err(problem(
+                "The test passes on the changed code, but it never runs the change that answers the comment.",
+            ))
+        } else {
+            Ok(())
         })
     }
 

@@ -27,6 +27,7 @@ impl Miss {
 pub mod reasons {
     pub const UNPARSEABLE: &str = "unparseable";
     pub const NETWORK: &str = "uses the network";
+    pub const TEST_PACKAGE: &str = "imports the project's tests";
     pub const WRITES: &str = "writes into the repository";
     pub const TIMEOUT: &str = "timed out";
     pub const RESOURCES: &str = "out of memory or processes";
@@ -38,6 +39,7 @@ pub mod reasons {
     pub const FAILED_BOTH: &str = "failed on both sides";
     pub const INVERTED: &str = "fails only on the fixed commit";
     pub const FLAKY: &str = "flaky";
+    pub const IRRELEVANT: &str = "does not exercise the change that answers the comment";
 }
 
 /// The module an import error names as missing, if it is the project's own: `from pkg.mod import
@@ -171,12 +173,30 @@ fn stable_line(line: &str) -> String {
                 continue;
             }
         }
+        // "1.0000043539994294": a float at full precision is most often a measurement (elapsed
+        // time, a rate), different on every run; its first three decimals are kept.
+        let starts_number = !out.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '.' || c == '_');
+        if starts_number && rest.starts_with(|c: char| c.is_ascii_digit()) {
+            let whole = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+            if let Some(fraction) = rest[whole..].strip_prefix('.') {
+                let digits = fraction.find(|c: char| !c.is_ascii_digit()).unwrap_or(fraction.len());
+                if digits >= NOISY_DECIMALS {
+                    out.push_str(&rest[..whole + 4]);
+                    out.push('…');
+                    rest = &fraction[digits..];
+                    continue;
+                }
+            }
+        }
         let c = rest.chars().next().unwrap_or(' ');
         out.push(c);
         rest = &rest[c.len_utf8()..];
     }
     out
 }
+
+/// Decimals from which a printed float is taken for a measurement and cut.
+const NOISY_DECIMALS: usize = 7;
 
 #[cfg(test)]
 mod tests {
@@ -246,5 +266,10 @@ mod tests {
         let out = "a\nb\nE   assert <Obj at 0x7f3a2b1c9d00> == 2\n1 failed in 0.12s\n";
         assert_eq!(for_feedback(out, 2), "E   assert <Obj at 0x…> == 2\n1 failed in Ns");
         assert_eq!(for_feedback("x = 0x10 in 3 steps", 5), "x = 0x10 in 3 steps");
+        // Measured floats at full precision differ on every run; short ones and names stay.
+        assert_eq!(
+            for_feedback("E  assert 1.0000043539994294 == 1.0 (-12.3456789) v1.2345678 x_1.1234567", 1),
+            "E  assert 1.000… == 1.0 (-12.345…) v1.2345678 x_1.1234567"
+        );
     }
 }

@@ -3,6 +3,14 @@
 //! categories and gives a one-sentence reason. Dropped comments are rejected with that reason. An
 //! answer that is not the JSON asked for gets one more try with the parse error; then the comment is
 //! rejected as `unparseable`.
+//!
+//! - [`rules`]: the obvious drops, decided before the model is asked;
+//! - [`calibration`]: the keep threshold on the model's confidence, chosen by `curate gold`. With a
+//!   `calibration:` record the stage keeps a comment when the probability the model gave to a kept
+//!   kind reaches the recorded threshold, not on the word it wrote.
+
+pub mod calibration;
+pub mod rules;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -11,6 +19,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use serde_yaml::Mapping;
+use sha2::Digest;
 
 use super::contract::{self, Contract};
 use super::{Stage, StageContext, StageDef, TaskFuture, TaskInput};
@@ -19,6 +28,7 @@ use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
 use crate::llm::client::Llm;
+use crate::llm::confidence::choice_probability;
 use crate::llm::json::extract_object;
 use crate::llm::prompt::Template;
 use crate::llm::{LlmError, LlmSpec, Message, Usage};
@@ -58,6 +68,8 @@ pub struct Config {
     /// `curate gold` fails below this precision on the held-out split.
     #[serde(default = "default_bar")]
     pub precision_bar: f64,
+    /// The keep threshold recorded by `curate gold --record`; without it the model's word decides.
+    pub calibration: Option<PathBuf>,
     #[serde(default)]
     pub llm: LlmSpec,
 }
@@ -66,10 +78,15 @@ fn default_bar() -> f64 {
     0.86
 }
 
+/// Alternatives asked for at each answer token: enough for every kind to show up.
+const TOP_LOGPROBS: u8 = 10;
+
 /// The filter itself, shared by the stage and `curate gold`.
 pub struct Filter {
     pub llm: Arc<Llm>,
     template: Template,
+    /// SHA-256 of the prompt file: a calibration is valid for this prompt only.
+    pub prompt_sha256: String,
 }
 
 /// What the model decided.
@@ -78,11 +95,36 @@ pub struct Verdict {
     pub keep: bool,
     pub category: Option<String>,
     pub reason: String,
+    /// The probability the model gave to keeping (a kept kind, or `keep`), when the server returned
+    /// log-probabilities for the first answer.
+    pub p_keep: Option<f64>,
+}
+
+impl Verdict {
+    /// The confidence a threshold is held against: the model's probability, or its word.
+    pub fn confidence(&self) -> f64 {
+        self.p_keep.unwrap_or(if self.keep { 1.0 } else { 0.0 })
+    }
 }
 
 pub enum Judgement {
+    /// A rule decided before the model was asked.
+    Rule(rules::Rule),
     Verdict(Verdict, Usage),
-    Unparseable { error: String, usage: Usage },
+    Unparseable {
+        error: String,
+        usage: Usage,
+    },
+}
+
+impl Judgement {
+    /// The confidence in keeping: 0 for a rule's drop and for an answer that could not be read.
+    pub fn confidence(&self) -> f64 {
+        match self {
+            Judgement::Verdict(v, _) => v.confidence(),
+            Judgement::Rule(_) | Judgement::Unparseable { .. } => 0.0,
+        }
+    }
 }
 
 /// The fields the prompt is filled with.
@@ -174,18 +216,30 @@ fn parse_verdict(text: &str) -> Result<Verdict, String> {
             None => None,
         };
     let reason = raw.reason.unwrap_or_default().trim().chars().take(300).collect();
-    Ok(Verdict { keep, category, reason })
+    Ok(Verdict { keep, category, reason, p_keep: None })
+}
+
+/// The probability of keeping, read where the answer names its kind (or, without one, its verdict).
+fn keep_probability(answer: &crate::llm::Answer) -> Option<f64> {
+    choice_probability(&answer.logprobs, "kind", &KEPT_KINDS, &DROPPED_KINDS)
+        .or_else(|| choice_probability(&answer.logprobs, "verdict", &["keep"], &["drop"]))
 }
 
 impl Filter {
     pub fn build(ctx: &StageContext, config: &Config) -> Result<Filter, ConfigError> {
         let template = ctx.template("prompt", &config.prompt, &PLACEHOLDERS)?;
+        let prompt = std::fs::read(ctx.dir.join(&config.prompt))
+            .map_err(|e| ConfigError::new("prompt", e.to_string()))?;
+        let prompt_sha256 = hex::encode(sha2::Sha256::digest(&prompt));
         let settings = ctx.llm.merged(&config.llm).settings();
         let llm = Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("llm", e))?;
-        Ok(Filter { llm: Arc::new(llm), template })
+        Ok(Filter { llm: Arc::new(llm), template, prompt_sha256 })
     }
 
     pub async fn judge(&self, fields: &Fields<'_>) -> Result<Judgement, LlmError> {
+        if let Some(rule) = rules::drop_rule(fields.comment) {
+            return Ok(Judgement::Rule(rule));
+        }
         let values = BTreeMap::from([
             ("pr_title", fields.pr_title.to_string()),
             ("path", fields.path.to_string()),
@@ -196,11 +250,19 @@ impl Filter {
         let mut usage = Usage::default();
         let mut last_error = String::new();
         for attempt in 0..2 {
-            let (answer, _) = self.llm.chat(&self.llm.request(messages.clone())).await?;
+            let request = crate::llm::ChatRequest {
+                top_logprobs: Some(TOP_LOGPROBS),
+                ..self.llm.request(messages.clone())
+            };
+            let (answer, _) = self.llm.chat(&request).await?;
             usage.prompt_tokens += answer.usage.prompt_tokens;
             usage.completion_tokens += answer.usage.completion_tokens;
             match parse_verdict(&answer.text) {
-                Ok(v) => return Ok(Judgement::Verdict(v, usage)),
+                Ok(v) => {
+                    // After a correction the first answer's doubts are not this one's: its word decides.
+                    let p_keep = if attempt == 0 { keep_probability(&answer) } else { None };
+                    return Ok(Judgement::Verdict(Verdict { p_keep, ..v }, usage));
+                }
                 Err(e) if attempt == 0 => {
                     messages.push(Message::assistant(answer.text));
                     messages.push(Message::user(format!(
@@ -218,6 +280,8 @@ impl Filter {
 struct ReviewFilter {
     /// Shared with every task's future, which must be 'static.
     filter: Arc<Filter>,
+    /// The calibrated keep threshold, when the stage names a calibration.
+    threshold: Option<f64>,
 }
 
 pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
@@ -227,20 +291,35 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     }
     let filter = Filter::build(ctx, &config)?;
     let fingerprint = filter.llm.settings.fingerprint();
+    let threshold = match &config.calibration {
+        Some(path) => Some(
+            calibration::Calibration::load(&ctx.dir.join(path), &filter.prompt_sha256, &fingerprint)
+                .map_err(|e| ConfigError::new("calibration", e))?
+                .threshold,
+        ),
+        None => None,
+    };
+    let mut files = vec![config.prompt.to_string_lossy().into_owned()];
+    files.extend(config.calibration.iter().map(|c| c.to_string_lossy().into_owned()));
     Ok(StageDef {
         side_effects: true,
-        files: vec![config.prompt.to_string_lossy().into_owned()],
+        files,
         fingerprint_extra: fingerprint,
         // The model's settings that change answers are in the fingerprint.
         unhashed: &["llm"],
         provides: Some(contract::FilterVerdict::NAME),
-        ..StageDef::new(Arc::new(ReviewFilter { filter: Arc::new(filter) }), 1, Scope::Comment, Resource::Llm)
+        ..StageDef::new(
+            Arc::new(ReviewFilter { filter: Arc::new(filter), threshold }),
+            2,
+            Scope::Comment,
+            Resource::Llm,
+        )
     })
 }
 
 impl Stage for ReviewFilter {
     fn run(&self, input: TaskInput) -> TaskFuture {
-        let filter = self.filter.clone();
+        let (filter, threshold) = (self.filter.clone(), self.threshold);
         Box::pin(async move {
             let comment: ReviewComment = match serde_json::from_value(input.item.data.clone()) {
                 Ok(c) => c,
@@ -255,10 +334,18 @@ impl Stage for ReviewFilter {
                 comment: &comment.text,
             };
             match filter.judge(&fields).await {
+                Ok(Judgement::Rule(rule)) => {
+                    Outcome::rejected(format!("rule `{}`: {}", rule.name, rule.reason))
+                }
                 Ok(Judgement::Verdict(v, usage)) => {
                     input.meter.add(usage.into());
-                    if v.keep {
-                        Outcome::Kept { output: json!({"category": v.category, "reason": v.reason}) }
+                    let keep = threshold.map_or(v.keep, |t| v.confidence() >= t);
+                    if keep {
+                        Outcome::Kept {
+                            output: json!({"category": v.category, "reason": v.reason, "p_keep": v.p_keep}),
+                        }
+                    } else if v.keep {
+                        Outcome::rejected("under the calibrated keep threshold")
                     } else {
                         Outcome::rejected(if v.reason.is_empty() {
                             "dropped by the filter".into()
@@ -287,7 +374,10 @@ mod tests {
             "```json\n{\"verdict\": \"KEEP\", \"category\": \"Error_Handling\", \"reason\": \"x\"}\n```",
         )
         .unwrap();
-        assert_eq!(v, Verdict { keep: true, category: Some("error handling".into()), reason: "x".into() });
+        assert_eq!(
+            v,
+            Verdict { keep: true, category: Some("error handling".into()), reason: "x".into(), p_keep: None }
+        );
         let d = parse_verdict("{\"verdict\": \"drop\", \"category\": null, \"reason\": \"praise\"}").unwrap();
         assert!(!d.keep);
         assert!(

@@ -1,0 +1,204 @@
+//! The localize-then-rewrite mode of the built-in agent, for models too small to copy SEARCH text
+//! exactly: the code around a commented line (the innermost function or method that holds it, with
+//! its decorators; a window of lines at module level) is shown whole, the model answers with that
+//! code rewritten, and the answer is spliced back in place of those lines.
+
+/// Lines shown on each side of a commented line that no definition holds.
+const WINDOW: usize = 8;
+/// A definition longer than this is shown as a window instead.
+const MAX_DEFINITION_LINES: usize = 120;
+
+/// Lines `start..=end` of a file (from 1), to be rewritten.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Region {
+    pub start: usize,
+    pub end: usize,
+}
+
+fn indent_of(line: &str) -> usize {
+    line.len() - line.trim_start().len()
+}
+
+fn is_code(line: &str) -> bool {
+    let t = line.trim();
+    !t.is_empty() && !t.starts_with('#')
+}
+
+/// Where the header of the definition at `at` ends (the line with its closing `:`).
+fn header_end(lines: &[&str], at: usize) -> usize {
+    let mut depth = 0i32;
+    for (i, line) in lines.iter().enumerate().skip(at) {
+        let code = line.split(" #").next().unwrap_or("");
+        depth += code.matches(['(', '[', '{']).count() as i32 - code.matches([')', ']', '}']).count() as i32;
+        if depth <= 0 && code.trim_end().ends_with(':') {
+            return i;
+        }
+    }
+    at
+}
+
+/// The region to show for a comment on `line` (from 1) of `source`.
+pub fn region(source: &str, line: usize) -> Region {
+    let lines: Vec<&str> = source.lines().collect();
+    let total = lines.len().max(1);
+    let line = line.clamp(1, total);
+    let mut best: Option<Region> = None;
+    for (i, text) in lines.iter().enumerate() {
+        let t = text.trim_start();
+        let t = t.strip_prefix("async ").unwrap_or(t);
+        if !t.starts_with("def ") {
+            continue;
+        }
+        let indent = indent_of(text);
+        let body_from = header_end(&lines, i) + 1;
+        // The body runs to the last code line before one at the header's indent or less.
+        let mut end = body_from.saturating_sub(1);
+        for (j, l) in lines.iter().enumerate().skip(body_from) {
+            if is_code(l) && indent_of(l) <= indent {
+                break;
+            }
+            if is_code(l) {
+                end = j;
+            }
+        }
+        let mut start = i;
+        while start > 0
+            && lines[start - 1].trim_start().starts_with('@')
+            && indent_of(lines[start - 1]) == indent
+        {
+            start -= 1;
+        }
+        let found = Region { start: start + 1, end: end + 1 };
+        // The innermost holder is the one that starts last.
+        if found.start <= line && line <= found.end && best.is_none_or(|b| found.start >= b.start) {
+            best = Some(found);
+        }
+    }
+    match best {
+        Some(r) if r.end - r.start < MAX_DEFINITION_LINES => r,
+        _ => Region { start: line.saturating_sub(WINDOW).max(1), end: (line + WINDOW).min(total) },
+    }
+}
+
+/// Lines `region` of `source`.
+pub fn cut(source: &str, region: Region) -> String {
+    source.lines().skip(region.start - 1).take(region.end + 1 - region.start).collect::<Vec<_>>().join("\n")
+}
+
+/// `source` with `region` replaced by `code`, its other lines and final newline as they were.
+pub fn splice(source: &str, region: Region, code: &str) -> String {
+    let lines: Vec<&str> = source.lines().collect();
+    let mut out: Vec<&str> = lines[..region.start - 1].to_vec();
+    out.extend(code.lines());
+    out.extend(&lines[region.end.min(lines.len())..]);
+    let mut text = out.join("\n");
+    if source.ends_with('\n') {
+        text.push('\n');
+    }
+    text
+}
+
+/// The code of the model's answer for `original`: the first fenced block (or the whole answer), moved
+/// to the original's indentation when the model gave it another. Errors say what to send instead.
+pub fn rewritten(answer: &str, original: &str, truncated: bool) -> Result<String, String> {
+    if truncated {
+        return Err(
+            "the answer was cut off at the length limit; send only the rewritten lines, nothing else".into(),
+        );
+    }
+    let code = fenced(answer).unwrap_or_else(|| answer.trim_matches('\n').to_string());
+    if code.trim().is_empty() {
+        return Err("the answer holds no code; send the rewritten lines in one ```python block".into());
+    }
+    let want = original.lines().find(|l| is_code(l)).map_or(0, indent_of);
+    let have = code.lines().filter(|l| is_code(l)).map(indent_of).min().unwrap_or(0);
+    let code = reindent(&code, have, want);
+    let same = |a: &str, b: &str| {
+        a.lines()
+            .map(str::trim_end)
+            .filter(|l| !l.is_empty())
+            .eq(b.lines().map(str::trim_end).filter(|l| !l.is_empty()))
+    };
+    if same(&code, original) {
+        return Err("the answer repeats the code as it is, so it changes nothing; change it so that the reviewer's point is addressed".into());
+    }
+    let first = |text: &str| text.lines().find(|l| is_code(l)).map(|l| l.trim().to_string());
+    let opens_definition =
+        |l: &str| l.starts_with("def ") || l.starts_with("async def ") || l.starts_with('@');
+    if first(original).is_some_and(|l| opens_definition(&l))
+        && !first(&code).is_some_and(|l| opens_definition(&l))
+    {
+        return Err("send the whole definition rewritten, from its first line (the decorator or `def` line) to its last".into());
+    }
+    Ok(code)
+}
+
+/// The first fenced code block of `answer`, without its fences.
+fn fenced(answer: &str) -> Option<String> {
+    let open = answer.find("```")?;
+    let body = &answer[open + 3..];
+    let body = &body[body.find('\n')? + 1..];
+    let close = if body.starts_with("```") { 0 } else { body.find("\n```").map_or(body.len(), |c| c + 1) };
+    Some(body[..close].trim_end_matches('\n').to_string())
+}
+
+/// `code` with `have` columns of indentation replaced by `want` on every line.
+fn reindent(code: &str, have: usize, want: usize) -> String {
+    if have == want {
+        return code.to_string();
+    }
+    code.lines()
+        .map(|l| {
+            if l.trim().is_empty() {
+                String::new()
+            } else {
+                format!("{}{}", " ".repeat(want), &l[have.min(indent_of(l))..])
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SOURCE: &str = "import os\n\n\nclass Box:\n    size = 1\n\n    @property\n    def area(self):\n        # square\n        return self.size ** 2\n\n    def grow(self, by=1):\n        def step(x):\n            return x + 1\n        self.size = step(self.size)\n\n\nVALUE = 3\n";
+
+    #[test]
+    fn the_innermost_definition_holds_the_line_with_its_decorators() {
+        assert_eq!(region(SOURCE, 10), Region { start: 7, end: 10 });
+        assert_eq!(region(SOURCE, 15), Region { start: 12, end: 15 });
+        assert_eq!(region(SOURCE, 14), Region { start: 13, end: 14 });
+        // At module level: a window of lines around it.
+        assert_eq!(region(SOURCE, 18), Region { start: 10, end: 18 });
+        assert_eq!(cut(SOURCE, Region { start: 7, end: 8 }), "    @property\n    def area(self):");
+    }
+
+    #[test]
+    fn a_rewrite_is_reindented_and_spliced_in_place() {
+        let r = region(SOURCE, 15);
+        let original = cut(SOURCE, r);
+        let answer = "Here it is:\n```python\ndef grow(self, by=1):\n    self.size += by\n```\n";
+        let code = rewritten(answer, &original, false).unwrap();
+        assert_eq!(code, "    def grow(self, by=1):\n        self.size += by");
+        let after = splice(SOURCE, r, &code);
+        assert!(
+            after.contains("    def grow(self, by=1):\n        self.size += by\n\n\nVALUE = 3\n"),
+            "{after}"
+        );
+        assert!(after.starts_with("import os\n\n\nclass Box:"));
+    }
+
+    #[test]
+    fn an_answer_that_changes_nothing_or_is_not_the_definition_is_told_so() {
+        let r = region(SOURCE, 10);
+        let original = cut(SOURCE, r);
+        let same = format!("```python\n{original}\n```");
+        assert!(rewritten(&same, &original, false).unwrap_err().contains("changes nothing"));
+        let part = "```python\n        return self.size * self.size\n```";
+        assert!(rewritten(part, &original, false).unwrap_err().contains("whole definition"));
+        assert!(rewritten("```python\n```", &original, false).unwrap_err().contains("no code"));
+        assert!(rewritten("def area(self):", &original, true).unwrap_err().contains("cut off"));
+    }
+}

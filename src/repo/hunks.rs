@@ -1,0 +1,181 @@
+//! A unified diff (as git writes it) read into files and hunks, each changed line with its number on
+//! the side it belongs to: what attribution numbers for the model and what the relevance gate
+//! looks for in a test's trace.
+
+use serde::{Deserialize, Serialize};
+
+/// One hunk of one file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hunk {
+    /// The file on the old side (`None` when the diff adds it).
+    pub old_path: Option<String>,
+    /// The file on the new side (`None` when the diff deletes it).
+    pub new_path: Option<String>,
+    /// First line of the hunk on each side, from 1 (0 for an empty side).
+    pub old_start: u64,
+    pub new_start: u64,
+    /// Removed lines: number on the old side and text.
+    pub removed: Vec<(u64, String)>,
+    /// Added lines: number on the new side and text.
+    pub added: Vec<(u64, String)>,
+    /// The hunk's lines as the diff shows them, `+`, `-` or ` ` first.
+    pub text: String,
+}
+
+impl Hunk {
+    /// The old side's line range it covers (context included).
+    pub fn old_span(&self) -> (u64, u64) {
+        let removed_or_context = self.text.lines().filter(|l| !l.starts_with('+')).count() as u64;
+        (self.old_start, self.old_start + removed_or_context.saturating_sub(1))
+    }
+
+    /// The old side's lines its changes cover: the removed lines, or the place an addition goes in
+    /// (context lines left out).
+    pub fn changed_span(&self) -> (u64, u64) {
+        let lead = self.text.lines().take_while(|l| l.starts_with(' ')).count() as u64;
+        let at = self.old_start + lead;
+        match (self.removed.first(), self.removed.last()) {
+            (Some((first, _)), Some((last, _))) => (*first, *last),
+            _ => (at.saturating_sub(1), at),
+        }
+    }
+
+    /// The path it is known by: the new side's, or the old side's for a deletion.
+    pub fn path(&self) -> &str {
+        self.new_path.as_deref().or(self.old_path.as_deref()).unwrap_or("")
+    }
+}
+
+fn side_path(line: &str, prefix: &str) -> Option<String> {
+    let path = line.strip_prefix(prefix)?.trim_end();
+    let path = path.split('\t').next().unwrap_or(path);
+    if path == "/dev/null" {
+        return None;
+    }
+    Some(path.strip_prefix("a/").or_else(|| path.strip_prefix("b/")).unwrap_or(path).to_string())
+}
+
+/// `-a,b +c,d` of a hunk header: the two starts.
+fn starts(header: &str) -> Option<(u64, u64)> {
+    let inner = header.strip_prefix("@@ ")?.split(" @@").next()?;
+    let mut parts = inner.split_whitespace();
+    let old = parts.next()?.strip_prefix('-')?.split(',').next()?.parse().ok()?;
+    let new = parts.next()?.strip_prefix('+')?.split(',').next()?.parse().ok()?;
+    Some((old, new))
+}
+
+/// Context lines shown around a block of changes.
+const SHOWN_CONTEXT: usize = 2;
+
+/// The blocks of changes of `diff`, in its order: each run of removed and added lines with no
+/// unchanged line between them is one [`Hunk`] (git's hunks, which merge changes up to six lines
+/// apart, would tie unrelated edits together), shown with up to two unchanged lines around it.
+pub fn parse(diff: &str) -> Vec<Hunk> {
+    let mut hunks: Vec<Hunk> = Vec::new();
+    let (mut old_path, mut new_path) = (None, None);
+    let (mut old_line, mut new_line) = (0, 0);
+    let mut in_hunk = false;
+    // Unchanged lines since the last change, and whether the open block has ended.
+    let mut context: Vec<String> = Vec::new();
+    let mut open = false;
+    let close = |hunks: &mut Vec<Hunk>, context: &[String], open: &mut bool| {
+        if *open && let Some(h) = hunks.last_mut() {
+            for line in context.iter().take(SHOWN_CONTEXT) {
+                h.text.push_str(line);
+                h.text.push('\n');
+            }
+        }
+        *open = false;
+    };
+    for line in diff.lines() {
+        if line.starts_with("diff --git ") {
+            close(&mut hunks, &context, &mut open);
+            in_hunk = false;
+            context.clear();
+            (old_path, new_path) = (None, None);
+        } else if !in_hunk && line.starts_with("--- ") {
+            old_path = side_path(line, "--- ");
+        } else if !in_hunk && line.starts_with("+++ ") {
+            new_path = side_path(line, "+++ ");
+        } else if line.starts_with("@@ ") {
+            close(&mut hunks, &context, &mut open);
+            context.clear();
+            match starts(line) {
+                Some((old, new)) => {
+                    (old_line, new_line) = (old, new);
+                    in_hunk = true;
+                }
+                None => in_hunk = false,
+            }
+        } else if in_hunk {
+            match line.chars().next() {
+                Some('+') | Some('-') => {
+                    // A first change, or one after unchanged lines, begins a block.
+                    if !open || !context.is_empty() {
+                        close(&mut hunks, &context, &mut open);
+                        let lead = context.len().min(SHOWN_CONTEXT);
+                        hunks.push(Hunk {
+                            old_path: old_path.clone(),
+                            new_path: new_path.clone(),
+                            old_start: old_line - lead as u64,
+                            new_start: new_line - lead as u64,
+                            removed: Vec::new(),
+                            added: Vec::new(),
+                            text: context[context.len() - lead..].iter().map(|l| format!("{l}\n")).collect(),
+                        });
+                        open = true;
+                    }
+                    context.clear();
+                    let Some(hunk) = hunks.last_mut() else { continue };
+                    if let Some(added) = line.strip_prefix('+') {
+                        hunk.added.push((new_line, added.to_string()));
+                        new_line += 1;
+                    } else {
+                        hunk.removed.push((old_line, line[1..].to_string()));
+                        old_line += 1;
+                    }
+                    hunk.text.push_str(line);
+                    hunk.text.push('\n');
+                }
+                Some(' ') | None => {
+                    context.push(line.to_string());
+                    old_line += 1;
+                    new_line += 1;
+                }
+                // "\ No newline at end of file"
+                Some('\\') => {}
+                _ => {
+                    close(&mut hunks, &context, &mut open);
+                    context.clear();
+                    in_hunk = false;
+                }
+            }
+        }
+    }
+    close(&mut hunks, &context, &mut open);
+    hunks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DIFF: &str = "diff --git a/m.py b/m.py\nindex 1..2 100644\n--- a/m.py\n+++ b/m.py\n@@ -3,4 +3,5 @@ def f():\n a\n-b\n+B\n+C\n c\n d\n@@ -20,2 +21,1 @@\n x\n-y\ndiff --git a/new.py b/new.py\nnew file mode 100644\n--- /dev/null\n+++ b/new.py\n@@ -0,0 +1,2 @@\n+one\n+two\n\\ No newline at end of file\n";
+
+    #[test]
+    fn hunks_with_their_line_numbers_on_each_side() {
+        let hunks = parse(DIFF);
+        assert_eq!(hunks.len(), 3);
+        assert_eq!(hunks[0].removed, vec![(4, "b".to_string())]);
+        assert_eq!(hunks[0].added, vec![(4, "B".to_string()), (5, "C".to_string())]);
+        assert_eq!(hunks[0].text, " a\n-b\n+B\n+C\n c\n d\n");
+        assert_eq!(hunks[0].old_span(), (3, 6));
+        assert_eq!(hunks[0].changed_span(), (4, 4));
+        assert_eq!(hunks[2].changed_span(), (0, 0), "an addition at the top of a new file");
+        assert_eq!(hunks[1].removed, vec![(21, "y".to_string())]);
+        assert_eq!(hunks[1].path(), "m.py");
+        assert_eq!(hunks[2].old_path, None);
+        assert_eq!(hunks[2].path(), "new.py");
+        assert_eq!(hunks[2].added.iter().map(|(n, _)| *n).collect::<Vec<_>>(), vec![1, 2]);
+    }
+}

@@ -1,0 +1,283 @@
+//! `attribution`: per kept review comment, the changes of the fix (reviewed -> fixed) that answer it,
+//! so a test can be held to them. Position first: a single hunk of the fix in the commented file
+//! next to the commented lines is the answer. When there are several candidates (hunks next to the
+//! comment, else the commented file's hunks, else the whole fix's), the model chooses among them,
+//! numbered, which is a task a small model does far better than writing; it may also answer that
+//! none does, and the comment is rejected for that. How the hunks were chosen is stored with them.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use serde_yaml::Mapping;
+
+use super::contract::{self, Contract};
+use super::{AsyncStage, StageContext, StageDef, TaskError, TaskInput, adapt, comment_records};
+use crate::engine::item::Scope;
+use crate::engine::resources::Resource;
+use crate::engine::spec::parse_config;
+use crate::errors::ConfigError;
+use crate::llm::client::Llm;
+use crate::llm::prompt::Template;
+use crate::llm::{LlmSpec, Message};
+use crate::repo::Mirrors;
+use crate::repo::hunks::{self, Hunk};
+
+const PLACEHOLDERS: [&str; 4] = ["path", "line", "comment", "changes"];
+
+/// Candidates shown to the model at most, and lines of each.
+const MAX_CANDIDATES: usize = 8;
+const HUNK_LINES: usize = 14;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    /// The prompt that asks the model to choose among several candidate hunks.
+    prompt: PathBuf,
+    /// A hunk whose lines come within this many lines of the commented ones is next to it.
+    #[serde(default = "default_near")]
+    near: u64,
+    /// The hand gold `curate relevance` scores the stage's choices against (not read by the stage).
+    #[allow(dead_code)]
+    gold: Option<PathBuf>,
+    #[serde(default)]
+    llm: LlmSpec,
+}
+
+fn default_near() -> u64 {
+    3
+}
+
+struct Attribution {
+    llm: Llm,
+    prompt: Template,
+    mirrors: Arc<Mirrors>,
+    near: u64,
+}
+
+pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
+    let config: Config = parse_config(config)?;
+    let prompt = ctx.template("prompt", &config.prompt, &PLACEHOLDERS)?;
+    let settings = ctx.llm.merged(&config.llm).settings();
+    let llm = Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("llm", e))?;
+    let fingerprint = llm.settings.fingerprint();
+    let stage = adapt(Attribution { llm, prompt, mirrors: ctx.mirrors.clone(), near: config.near });
+    Ok(StageDef {
+        side_effects: true,
+        files: vec![config.prompt.to_string_lossy().into_owned()],
+        fingerprint_extra: fingerprint,
+        // The gold only scores the stage; the model's settings are in the fingerprint.
+        unhashed: &["llm", "gold"],
+        provides: Some(contract::Attribution::NAME),
+        requires: vec![contract::CommentContext::NAME],
+        ..StageDef::new(stage, 1, Scope::Comment, Resource::Llm)
+    })
+}
+
+/// How the candidates for the model are found, narrowest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Candidates {
+    /// Hunks of the commented file next to the commented lines.
+    Near,
+    /// Every hunk of the commented file.
+    File,
+    /// Every hunk of the fix.
+    Fix,
+}
+
+/// The candidate hunks for a comment on `path`, lines `start..=end` of the reviewed file.
+pub fn candidates(all: &[Hunk], path: &str, start: u64, end: u64, near: u64) -> (Candidates, Vec<Hunk>) {
+    let in_file: Vec<Hunk> = all.iter().filter(|h| h.old_path.as_deref() == Some(path)).cloned().collect();
+    let close: Vec<Hunk> = in_file
+        .iter()
+        .filter(|h| {
+            let (from, to) = h.changed_span();
+            from.saturating_sub(near) <= end && start <= to + near
+        })
+        .cloned()
+        .collect();
+    if !close.is_empty() {
+        (Candidates::Near, close)
+    } else if !in_file.is_empty() {
+        (Candidates::File, in_file)
+    } else {
+        (Candidates::Fix, all.to_vec())
+    }
+}
+
+/// The model's choice: the numbers it named (from 1, within `n`), or `Some(empty)` for none.
+fn read_choice(answer: &str, n: usize) -> Option<Vec<usize>> {
+    let numbers: Vec<usize> = answer
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .filter(|k| (1..=n).contains(k))
+        .collect();
+    if !numbers.is_empty() {
+        let mut numbers = numbers;
+        numbers.sort_unstable();
+        numbers.dedup();
+        return Some(numbers);
+    }
+    answer.to_lowercase().contains("none").then(Vec::new)
+}
+
+/// The candidates as the prompt shows them: numbered, with their file and lines.
+fn numbered(candidates: &[Hunk]) -> String {
+    candidates
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let lines: Vec<&str> = h.text.lines().collect();
+            let shown = lines.iter().take(HUNK_LINES).copied().collect::<Vec<_>>().join("\n");
+            let more = if lines.len() > HUNK_LINES { "\n…" } else { "" };
+            format!(
+                "Change {} in {}, near line {}:\n```diff\n{shown}{more}\n```",
+                i + 1,
+                h.path(),
+                h.new_start
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+/// The record downstream stages read.
+fn record(chosen: &[Hunk], how: &str, among: Candidates, candidates: usize) -> Value {
+    json!({
+        "how": how,
+        "among": among,
+        "candidates": candidates,
+        "changes": chosen.iter().map(|h| json!({
+            "path": h.path(),
+            "old_path": h.old_path,
+            "added": h.added.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            "removed": h.removed.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            "new_start": h.new_start,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+impl Attribution {
+    async fn attribute(&self, input: &TaskInput) -> Result<Value, TaskError> {
+        let (pr, comment) = comment_records(input)?;
+        let context: contract::CommentContext = contract::upstream(input)?;
+        let Some(fixed) = pr.fixed_commit.clone() else {
+            return Err(TaskError::reject("the PR has no fixed commit"));
+        };
+        let (mirrors, repo, head) = (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone());
+        let diff = tokio::task::spawn_blocking(move || {
+            let mirror = mirrors.open(&repo, &[&head, &fixed])?;
+            mirror.diff(&head, &fixed)
+        })
+        .await
+        .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))??;
+        let all = hunks::parse(&diff);
+        if all.is_empty() {
+            return Err(TaskError::reject("the fix changes no lines"));
+        }
+        let (among, mut found) =
+            candidates(&all, &context.path, context.start_line, context.end_line, self.near);
+        if found.len() == 1 {
+            let how = match among {
+                Candidates::Near => "position",
+                Candidates::File => "the only change in the file",
+                Candidates::Fix => "the only change of the fix",
+            };
+            return Ok(record(&found, how, among, 1));
+        }
+        found.truncate(MAX_CANDIDATES);
+        let values = BTreeMap::from([
+            ("path", context.path.clone()),
+            ("line", context.end_line.to_string()),
+            ("comment", comment.text.trim().to_string()),
+            ("changes", numbered(&found)),
+        ]);
+        let mut messages = self.prompt.render(&values);
+        for attempt in 0..2 {
+            let (answer, _) =
+                self.llm.chat(&self.llm.request(messages.clone())).await.map_err(TaskError::infra)?;
+            input.meter.add(answer.usage.into());
+            match read_choice(&answer.text, found.len()) {
+                Some(chosen) if chosen.is_empty() => {
+                    return Err(TaskError::Reject {
+                        reason: "no change of the fix answers the comment".into(),
+                        detail: json!({"among": among, "candidates": found.len(), "answer": answer.text}),
+                    });
+                }
+                Some(chosen) => {
+                    let picked: Vec<Hunk> = chosen.iter().map(|k| found[k - 1].clone()).collect();
+                    return Ok(record(&picked, "model", among, found.len()));
+                }
+                None if attempt == 0 => {
+                    messages.push(Message::assistant(answer.text));
+                    messages.push(Message::user(format!(
+                        "Answer with only the numbers of the changes (1 to {}), or none.",
+                        found.len()
+                    )));
+                }
+                None => {}
+            }
+        }
+        Err(TaskError::reject("unparseable"))
+    }
+}
+
+impl AsyncStage for Attribution {
+    async fn run(&self, input: TaskInput) -> Result<Value, TaskError> {
+        self.attribute(&input).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hunk(path: &str, old_start: u64, removed: &[u64], added: &[u64], context: usize) -> Hunk {
+        let mut text = String::new();
+        for _ in 0..context {
+            text.push_str(" c\n");
+        }
+        for _ in removed {
+            text.push_str("-r\n");
+        }
+        for _ in added {
+            text.push_str("+a\n");
+        }
+        Hunk {
+            old_path: Some(path.into()),
+            new_path: Some(path.into()),
+            old_start,
+            new_start: old_start,
+            removed: removed.iter().map(|n| (*n, "r".into())).collect(),
+            added: added.iter().map(|n| (*n, "a".into())).collect(),
+            text,
+        }
+    }
+
+    #[test]
+    fn candidates_narrow_from_the_fix_to_the_commented_lines() {
+        let all = vec![
+            hunk("a.py", 10, &[11], &[11], 1),
+            hunk("a.py", 40, &[41], &[41], 1),
+            hunk("b.py", 5, &[], &[6], 1),
+        ];
+        let (among, near) = candidates(&all, "a.py", 13, 13, 3);
+        assert_eq!((among, near.len(), near[0].old_start), (Candidates::Near, 1, 10));
+        let (among, file) = candidates(&all, "a.py", 25, 25, 3);
+        assert_eq!((among, file.len()), (Candidates::File, 2));
+        let (among, fix) = candidates(&all, "c.py", 1, 1, 3);
+        assert_eq!((among, fix.len()), (Candidates::Fix, 3));
+    }
+
+    #[test]
+    fn the_models_choice_is_read_as_numbers_or_none() {
+        assert_eq!(read_choice("2", 3), Some(vec![2]));
+        assert_eq!(read_choice("Changes 3, 1 and 3.", 3), Some(vec![1, 3]));
+        assert_eq!(read_choice("none", 3), Some(vec![]));
+        assert_eq!(read_choice("9", 3), None, "a number out of range is no choice");
+        assert_eq!(read_choice("the first one", 3), None);
+    }
+}

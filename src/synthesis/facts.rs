@@ -1,0 +1,286 @@
+//! Facts for the model that writes a test, so it need not guess them: the signatures of the public
+//! functions, classes and methods of the commented module (as reviewed, and those the fix adds or
+//! changes), and how the project's own tests import that module. Read from the source text with a
+//! line scanner, not by running anything: a header that spans lines is joined, nested functions and
+//! private names are left out.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::source::{code_only, imports};
+
+/// Signature lines shown at most, so a large module does not crowd out the rest of the prompt.
+pub const MAX_SIGNATURES: usize = 40;
+/// Import lines of the project's tests shown at most.
+pub const MAX_TEST_IMPORTS: usize = 6;
+/// Test files read at most when looking for imports.
+const MAX_TEST_FILES: usize = 400;
+
+/// Decorators that change how a definition is used, kept in front of it.
+const TELLING_DECORATORS: [&str; 4] = ["property", "staticmethod", "classmethod", "dataclass"];
+
+/// The public definitions of `source`, one a line, as Python stubs: `def f(a, b=1) -> int`, and a
+/// class's public methods indented under `class C(Base)`.
+pub fn signatures(source: &str) -> Vec<String> {
+    let lines: Vec<&str> = source.lines().collect();
+    // Enclosing definitions: (indent, is a class, is public).
+    let mut stack: Vec<(usize, bool, bool)> = Vec::new();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        let header = trimmed.strip_prefix("async ").unwrap_or(trimmed);
+        let is_class = header.starts_with("class ");
+        if !(is_class || header.starts_with("def ")) {
+            i += 1;
+            continue;
+        }
+        while stack.last().is_some_and(|(at, _, _)| *at >= indent) {
+            stack.pop();
+        }
+        let (text, next) = joined_header(&lines, i);
+        let name = header[if is_class { 6 } else { 4 }..]
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .next()
+            .unwrap_or("");
+        let public = !name.starts_with('_') || name == "__init__";
+        let inside_function = stack.iter().any(|(_, class, _)| !class);
+        let enclosing_public = stack.iter().all(|(_, _, public)| *public);
+        if public && !inside_function && enclosing_public && !name.is_empty() {
+            let depth = stack.len();
+            let decorator = decorator_before(&lines, i);
+            let prefix = decorator.map(|d| format!("@{d} ")).unwrap_or_default();
+            out.push(format!("{}{prefix}{text}", "    ".repeat(depth)));
+        }
+        stack.push((indent, is_class, public));
+        i = next;
+    }
+    out
+}
+
+/// The header that starts at line `at`, joined over its lines up to the `:` that ends it, with
+/// whitespace collapsed and the colon dropped; and the index of the line after it.
+fn joined_header(lines: &[&str], at: usize) -> (String, usize) {
+    let mut text = String::new();
+    let mut depth = 0i32;
+    let mut i = at;
+    while i < lines.len() {
+        let line = lines[i].split(" #").next().unwrap_or("").trim();
+        i += 1;
+        for c in line.chars() {
+            match c {
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' | '}' => depth -= 1,
+                _ => {}
+            }
+        }
+        if !text.is_empty() && !text.ends_with('(') && !line.starts_with(')') {
+            text.push(' ');
+        }
+        text.push_str(line);
+        if depth <= 0 && line.ends_with(':') {
+            break;
+        }
+    }
+    let text = text.strip_prefix("async ").map_or(text.clone(), |t| format!("async {t}"));
+    let text = text.trim_end_matches(':').replace(", )", ")").replace(",)", ")");
+    (text.split_whitespace().collect::<Vec<_>>().join(" "), i)
+}
+
+/// The telling decorator right above line `at`, if any.
+fn decorator_before(lines: &[&str], at: usize) -> Option<&'static str> {
+    lines[..at].iter().rev().map(|l| l.trim()).take_while(|l| l.starts_with('@')).find_map(|l| {
+        let name = l.trim_start_matches('@').split(['(', ' ']).next().unwrap_or("");
+        let name = name.rsplit('.').next().unwrap_or(name);
+        TELLING_DECORATORS.iter().find(|d| **d == name).copied()
+    })
+}
+
+/// The signatures of `after` that `before` does not have as they are: what the fix added or changed.
+pub fn changed_signatures(before: &[String], after: &[String]) -> Vec<String> {
+    // A method is known by its class too: the stub lines are compared with the class line above.
+    let qualified = |sigs: &[String]| -> Vec<(String, String)> {
+        let mut class = String::new();
+        sigs.iter()
+            .map(|s| {
+                if !s.starts_with(' ') {
+                    class = s.clone();
+                    (s.clone(), s.clone())
+                } else {
+                    (format!("{class}\n{s}"), s.clone())
+                }
+            })
+            .collect()
+    };
+    let old: Vec<String> = qualified(before).into_iter().map(|(q, _)| q).collect();
+    qualified(after)
+        .into_iter()
+        .filter(|(q, _)| !old.contains(q))
+        .map(|(_, s)| s.trim().to_string())
+        .collect()
+}
+
+/// Whether `path` (relative to the repository) is one of the project's test files.
+pub fn is_test_file(path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let in_tests =
+        path.components().any(|c| matches!(c.as_os_str().to_str(), Some("tests" | "test" | "testing")));
+    name.ends_with(".py")
+        && name != "conftest.py"
+        && (name.starts_with("test_") || name.ends_with("_test.py") || in_tests)
+}
+
+/// The import lines of the project's test files under `root` that import `module` or a module of
+/// its top-level package, the most used first (then in text order).
+pub fn test_imports(root: &Path, module: &str) -> Vec<String> {
+    let top = module.split('.').next().unwrap_or(module);
+    if top.is_empty() {
+        return Vec::new();
+    }
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for file in test_files(root) {
+        let Ok(text) = std::fs::read_to_string(&file) else { continue };
+        let code = code_only(&text);
+        for line in code.lines().map(str::trim) {
+            if !(line.starts_with("import ") || line.starts_with("from ")) || line.ends_with('(') {
+                continue;
+            }
+            if imports(line).iter().any(|i| i.top() == top) {
+                *counts.entry(line.to_string()).or_default() += 1;
+            }
+        }
+    }
+    let mut lines: Vec<(String, usize)> = counts.into_iter().collect();
+    lines.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    lines.into_iter().take(MAX_TEST_IMPORTS).map(|(line, _)| line).collect()
+}
+
+/// The test files under `root`, in a stable order, at most [`MAX_TEST_FILES`]; `.git` and
+/// hidden directories are not entered.
+fn test_files(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let mut entries: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
+        entries.sort();
+        for path in entries {
+            let hidden = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'));
+            if hidden || path.is_symlink() {
+                continue;
+            }
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.strip_prefix(root).is_ok_and(is_test_file) {
+                out.push(path);
+                if out.len() >= MAX_TEST_FILES {
+                    return out;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Top-level modules of the project's tests that a test imports (`tests`, `tests.helpers`,
+/// `conftest`): these are not the project's code and may not be on the path where it runs.
+pub fn test_package_imports(code: &str) -> Vec<String> {
+    imports(&code_only(code))
+        .into_iter()
+        .filter(|i| matches!(i.top(), "tests" | "test" | "testing" | "conftest"))
+        .map(|i| i.module)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MODULE: &str = r#"
+"""Config merging."""
+import os
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def parse(text: str,
+          *, strict: bool = False,
+          ) -> dict:  # the entry point
+    def helper(x):
+        return x
+    return {}
+
+
+class _Hidden:
+    def shown(self):
+        pass
+
+
+class Version:
+    def __init__(self, major, minor=0):
+        self.major = major
+
+    @property
+    def text(self) -> str:
+        return ""
+
+    def _private(self):
+        pass
+
+    async def bump(self, part="patch"):
+        pass
+"#;
+
+    #[test]
+    fn public_definitions_as_stubs_with_their_classes() {
+        assert_eq!(
+            signatures(MODULE),
+            vec![
+                "class ConfigError(ValueError)",
+                "def parse(text: str, *, strict: bool = False) -> dict",
+                "class Version",
+                "    def __init__(self, major, minor=0)",
+                "    @property def text(self) -> str",
+                "    async def bump(self, part=\"patch\")",
+            ]
+        );
+    }
+
+    #[test]
+    fn what_the_fix_adds_or_changes() {
+        let before = signatures("def a(x):\n    pass\nclass C:\n    def m(self):\n        pass\n");
+        let after = signatures(
+            "def a(x, y=1):\n    pass\ndef b():\n    pass\nclass C:\n    def m(self):\n        pass\nclass D:\n    def m(self):\n        pass\n",
+        );
+        assert_eq!(
+            changed_signatures(&before, &after),
+            vec!["def a(x, y=1)", "def b()", "class D", "def m(self)"]
+        );
+    }
+
+    #[test]
+    fn the_tests_imports_of_the_module_most_used_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("tests/unit")).unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::write(root.join("tests/unit/test_a.py"), "import pytest\nfrom pkg.core import merge\n")
+            .unwrap();
+        std::fs::write(root.join("tests/test_b.py"), "from pkg.core import merge\nimport pkg\n").unwrap();
+        std::fs::write(root.join("tests/conftest.py"), "from pkg.other import x\n").unwrap();
+        std::fs::write(root.join(".git/test_c.py"), "from pkg.hidden import y\n").unwrap();
+        std::fs::write(root.join("setup.py"), "from pkg import version\n").unwrap();
+        assert_eq!(test_imports(root, "pkg.core"), vec!["from pkg.core import merge", "import pkg"]);
+        assert!(test_imports(root, "other").is_empty());
+    }
+
+    #[test]
+    fn imports_of_the_project_tests_are_named() {
+        let code = "import pytest\nfrom tests.helpers import make\nimport conftest\nfrom pkg import f\n";
+        assert_eq!(test_package_imports(code), vec!["tests.helpers", "conftest"]);
+    }
+}

@@ -1,0 +1,165 @@
+//! The relevance gate's pure parts: which lines of the fixed code an accepted test must reach to be
+//! about its comment (the attributed changes), whether a behavioural test's trace reached them, and
+//! whether a structural test reads the definition they belong to.
+
+use std::collections::BTreeMap;
+
+/// A change of the fix attributed to the comment, as the gate needs it.
+#[derive(Debug, Clone, Copy)]
+pub struct Change<'a> {
+    /// The file at the fixed commit.
+    pub path: &'a str,
+    /// Added lines, numbered in the fixed file.
+    pub added: &'a [u64],
+    /// Where the change starts in the fixed file.
+    pub new_start: u64,
+}
+
+/// Lines of the fixed files a test must reach: per file, line numbers.
+pub type Targets = BTreeMap<String, Vec<u64>>;
+
+/// New-side lines around a deletion: where the removed lines were.
+const AROUND_DELETION: u64 = 6;
+
+/// A line that runs when its module is imported, so any test that imports the module "reaches" it.
+fn runs_at_import(text: &str) -> bool {
+    let t = text.trim_start();
+    let indent = text.len() - t.len();
+    indent == 0
+        || t.starts_with("def ")
+        || t.starts_with("async def ")
+        || t.starts_with("class ")
+        || t.starts_with('@')
+        || t.starts_with('#')
+        || t.is_empty()
+        || t.starts_with("\"\"\"")
+}
+
+/// The lines a behavioural test must execute: the added lines of the attributed changes, less the
+/// ones that run at import when others remain; for a change that only removes lines, the lines
+/// where they were. `fixed` gives a fixed file's text by path.
+pub fn targets(changes: &[Change<'_>], fixed: impl Fn(&str) -> Option<String>) -> Targets {
+    let mut out = Targets::new();
+    for change in changes.iter().filter(|c| c.path.ends_with(".py")) {
+        let lines: Vec<u64> = if change.added.is_empty() {
+            (change.new_start..change.new_start + AROUND_DELETION).collect()
+        } else {
+            change.added.to_vec()
+        };
+        let text = fixed(change.path).unwrap_or_default();
+        let file: Vec<&str> = text.lines().collect();
+        let line_text = |n: u64| file.get(n as usize - 1).copied().unwrap_or("");
+        let body: Vec<u64> =
+            lines.iter().copied().filter(|n| *n >= 1 && !runs_at_import(line_text(*n))).collect();
+        let chosen = if body.is_empty() { lines } else { body };
+        out.entry(change.path.to_string()).or_default().extend(chosen);
+    }
+    for lines in out.values_mut() {
+        lines.sort_unstable();
+        lines.dedup();
+    }
+    out.retain(|_, lines| !lines.is_empty());
+    out
+}
+
+/// The target lines a trace reached.
+pub fn covered(targets: &Targets, traced: &BTreeMap<String, Vec<u64>>) -> Targets {
+    targets
+        .iter()
+        .filter_map(|(path, lines)| {
+            let hit = traced.get(path)?;
+            let both: Vec<u64> = lines.iter().copied().filter(|n| hit.contains(n)).collect();
+            (!both.is_empty()).then(|| (path.clone(), both))
+        })
+        .collect()
+}
+
+/// The names of the definitions that hold (or are) the target lines, innermost first per line.
+pub fn definitions(targets: &Targets, fixed: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    let mut names = Vec::new();
+    for (path, lines) in targets {
+        let Some(text) = fixed(path) else { continue };
+        let file: Vec<&str> = text.lines().collect();
+        for line in lines {
+            let at = (*line as usize).saturating_sub(1).min(file.len().saturating_sub(1));
+            let mut indent = usize::MAX;
+            for l in file[..=at.min(file.len().saturating_sub(1))].iter().rev() {
+                let t = l.trim_start();
+                let here = l.len() - t.len();
+                if t.is_empty() || here >= indent {
+                    continue;
+                }
+                let header = t.strip_prefix("async ").unwrap_or(t);
+                let name = header.strip_prefix("def ").or_else(|| header.strip_prefix("class "));
+                if let Some(name) = name {
+                    let name: String =
+                        name.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                    if !name.is_empty() && !names.contains(&name) {
+                        names.push(name);
+                    }
+                }
+                indent = here;
+                if here == 0 {
+                    break;
+                }
+            }
+        }
+    }
+    names
+}
+
+/// The target lines with their text, as the model is shown them: at most `max`.
+pub fn shown(targets: &Targets, fixed: impl Fn(&str) -> Option<String>, max: usize) -> String {
+    let mut out = Vec::new();
+    for (path, lines) in targets {
+        let text = fixed(path).unwrap_or_default();
+        let file: Vec<&str> = text.lines().collect();
+        for n in lines {
+            let line = file.get((*n as usize).saturating_sub(1)).copied().unwrap_or("");
+            out.push(format!("{path}:{n}: {}", line.trim_end()));
+        }
+    }
+    let more = out.len().saturating_sub(max);
+    out.truncate(max);
+    if more > 0 {
+        out.push(format!("… and {more} more"));
+    }
+    out.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXED: &str = "import os\n\n\ndef median(xs):\n    if not xs:\n        raise ValueError(\"empty\")\n    return sorted(xs)[len(xs) // 2]\n\n\nclass Stats:\n    def mean(self, xs):\n        \"\"\"The mean.\"\"\"\n        return sum(xs) / len(xs)\n";
+
+    fn change(added: &[u64], new_start: u64) -> Change<'_> {
+        Change { path: "m.py", added, new_start }
+    }
+
+    fn fixed(path: &str) -> Option<String> {
+        (path == "m.py").then(|| FIXED.to_string())
+    }
+
+    #[test]
+    fn targets_leave_out_what_runs_at_import_when_more_remains() {
+        let t = targets(&[change(&[4, 5, 6], 4)], fixed);
+        assert_eq!(t["m.py"], vec![5, 6]);
+        // Only import-time lines: they are all there is to reach.
+        assert_eq!(targets(&[change(&[1], 1)], fixed)["m.py"], vec![1]);
+        // A deletion: the lines around where it was.
+        assert_eq!(targets(&[change(&[], 5)], fixed)["m.py"], vec![5, 6, 7]);
+    }
+
+    #[test]
+    fn a_trace_covers_targets_and_definitions_hold_them() {
+        let t = targets(&[change(&[5, 6], 4)], fixed);
+        let traced = BTreeMap::from([("m.py".to_string(), vec![4, 5, 7])]);
+        assert_eq!(covered(&t, &traced), Targets::from([("m.py".to_string(), vec![5])]));
+        assert!(covered(&t, &BTreeMap::new()).is_empty());
+        assert_eq!(definitions(&t, fixed), vec!["median"]);
+        let doc = targets(&[change(&[12], 11)], fixed);
+        assert_eq!(definitions(&doc, fixed), vec!["mean", "Stats"]);
+        assert_eq!(shown(&t, fixed, 1), "m.py:5:     if not xs:\n… and 1 more");
+    }
+}
