@@ -102,10 +102,14 @@ fn a_probe_fails_on_the_reviewed_commit_and_passes_on_the_fixed_one() {
         assert_eq!(sly.verdict, Verdict::Passed, "{}", sly.output);
         assert_eq!(sly.wrote, ["/repo/pyproject.toml"], "the write is seen whatever the file's times say");
 
-        // Past the memory limit, the kernel kills it: out of resources, not a collection error.
+        // Past the memory limit, the kernel kills it: out of memory, not a collection error.
         let hog = "def test_hog():\n    blocks = [b'x' * (64 << 20) for _ in range(48)]\n    assert blocks\n";
         let hog = run_test(&d, &image, reviewed_tree, ("test_hog.py", hog), t).await.unwrap();
-        assert_eq!(hog.verdict, Verdict::OutOfResources, "{:?}: {}", hog.exit_code, hog.output);
+        assert_eq!(hog.verdict, Verdict::OutOfMemory, "{:?}: {}", hog.exit_code, hog.output);
+        // Past the process limit, a new thread cannot start: too many processes, its own verdict.
+        let spawner = "import threading\n\ndef test_threads():\n    stop = threading.Event()\n    for _ in range(2000):\n        threading.Thread(target=stop.wait, daemon=True).start()\n";
+        let spawner = run_test(&d, &image, reviewed_tree, ("test_spawner.py", spawner), t).await.unwrap();
+        assert_eq!(spawner.verdict, Verdict::TooManyProcesses, "{:?}: {}", spawner.exit_code, spawner.output);
 
         let broken = run_test(&d, &image, reviewed_tree, ("test_bad.py", "def test_x(:\n    pass\n"), t).await.unwrap();
         assert_eq!(broken.verdict, Verdict::SyntaxError, "{}", broken.output);

@@ -39,9 +39,10 @@ pub enum Verdict {
     /// Pytest collected nothing.
     NoTests,
     Timeout,
-    /// Killed for its memory (the kernel's OOM killer) or out of processes (a fork that failed at
-    /// the sandbox's limit).
-    OutOfResources,
+    /// Killed for its memory: the container's OOM flag, or a SIGKILL that was not the time limit.
+    OutOfMemory,
+    /// A fork or a thread failed at the sandbox's process limit.
+    TooManyProcesses,
 }
 
 impl Verdict {
@@ -87,12 +88,12 @@ pub fn classify(exit_code: Option<i64>, timed_out: bool, output: &str) -> Verdic
     .iter()
     .any(|m| output.contains(m));
     if exit_code.is_some_and(|c| c != 0) && fork_failed {
-        return Verdict::OutOfResources;
+        return Verdict::TooManyProcesses;
     }
     match exit_code {
         Some(0) => Verdict::Passed,
         // SIGKILL, and not by the time limit (handled above): the OOM killer.
-        Some(137) => Verdict::OutOfResources,
+        Some(137) => Verdict::OutOfMemory,
         Some(1) => {
             if output.contains("DID NOT RAISE") {
                 Verdict::ExpectedExceptionMissing
@@ -284,7 +285,7 @@ pub async fn run_test_seeded(
     let (output, wrote) = split_writes(&r.output);
     Ok(TestRun {
         verdict: if r.oom_killed && !r.timed_out {
-            Verdict::OutOfResources
+            Verdict::OutOfMemory
         } else {
             classify(r.exit_code, r.timed_out, &output)
         },
@@ -322,11 +323,11 @@ mod tests {
         );
         assert_eq!(classify(Some(5), false, "no tests ran"), Verdict::NoTests);
         assert_eq!(classify(None, true, ""), Verdict::Timeout);
-        assert_eq!(classify(Some(137), false, "Killed"), Verdict::OutOfResources);
+        assert_eq!(classify(Some(137), false, "Killed"), Verdict::OutOfMemory);
         assert_eq!(classify(Some(137), true, ""), Verdict::Timeout);
         assert_eq!(
             classify(Some(1), false, "E   BlockingIOError: [Errno 11] Resource temporarily unavailable"),
-            Verdict::OutOfResources
+            Verdict::TooManyProcesses
         );
         assert!(Verdict::Assertion.is_test_failure() && !Verdict::SyntaxError.is_test_failure());
     }

@@ -30,7 +30,8 @@ pub mod reasons {
     pub const TEST_PACKAGE: &str = "imports the project's tests";
     pub const WRITES: &str = "writes into the repository";
     pub const TIMEOUT: &str = "timed out";
-    pub const RESOURCES: &str = "out of memory or processes";
+    pub const OUT_OF_MEMORY: &str = "out of memory";
+    pub const TOO_MANY_PROCESSES: &str = "too many processes";
     pub const SYNTAX: &str = "syntax error in the test";
     pub const BROKEN_IMPORT: &str = "broken import in the test";
     pub const COLLECTION: &str = "collection error";
@@ -89,10 +90,16 @@ pub fn judge(reviewed: &TestRun, fixed: &TestRun, project: &[String]) -> Result<
             ),
         ));
     }
-    if reviewed.verdict == Verdict::OutOfResources || fixed.verdict == Verdict::OutOfResources {
+    if reviewed.verdict == Verdict::OutOfMemory || fixed.verdict == Verdict::OutOfMemory {
         return Err(Miss::new(
-            RESOURCES,
-            "The test was killed for using more memory or processes than the sandbox allows. Keep it small: no large allocations, no processes or threads of its own.",
+            OUT_OF_MEMORY,
+            "The test was killed for using more memory than the sandbox allows (1 GiB). Keep its data small.",
+        ));
+    }
+    if reviewed.verdict == Verdict::TooManyProcesses || fixed.verdict == Verdict::TooManyProcesses {
+        return Err(Miss::new(
+            TOO_MANY_PROCESSES,
+            "The test started more processes or threads than the sandbox allows. Test the code in this process, without processes or threads of its own.",
         ));
     }
     if reviewed.verdict == Verdict::Timeout || fixed.verdict == Verdict::Timeout {
@@ -251,8 +258,12 @@ mod tests {
         assert_eq!(judge(&pass, &fail, &p).unwrap_err().reason, reasons::INVERTED);
         assert_eq!(judge(&run(Verdict::Timeout, ""), &pass, &p).unwrap_err().reason, reasons::TIMEOUT);
         assert_eq!(
-            judge(&run(Verdict::OutOfResources, ""), &pass, &p).unwrap_err().reason,
-            reasons::RESOURCES
+            judge(&run(Verdict::OutOfMemory, ""), &pass, &p).unwrap_err().reason,
+            reasons::OUT_OF_MEMORY
+        );
+        assert_eq!(
+            judge(&pass, &run(Verdict::TooManyProcesses, ""), &p).unwrap_err().reason,
+            reasons::TOO_MANY_PROCESSES
         );
         let mut writer = fail.clone();
         writer.wrote = vec!["/repo/out.json".into()];
