@@ -139,13 +139,8 @@ const WROTE: &str = "curate-wrote: ";
 /// The shell command of a test run: pytest on the test file, then every path under the repository
 /// that changed while it ran (a test may not write into the project). Changed by the inode's change
 /// time, which every write and every `utime` sets and no unprivileged process can set back, so a test
-/// that restores a file's modification time is still seen.
-fn test_command(test_path: &str) -> Vec<String> {
-    test_command_with(test_path, "")
-}
-
-/// [`test_command`] with more pytest options.
-fn test_command_with(test_path: &str, options: &str) -> Vec<String> {
+/// that restores a file's modification time is still seen. `options` go to pytest (with a leading space).
+fn test_command(test_path: &str, options: &str) -> Vec<String> {
     let script = format!(
         "touch {TEST_DIR}/.started && python -m pytest -q -p no:cacheprovider{options} --rootdir {TEST_DIR} {test_path}; \
          rc=$?; find {REPO} -cnewer {TEST_DIR}/.started -not -path '*/__pycache__*' -printf '%y %p\\n' \
@@ -170,19 +165,48 @@ pub async fn run_test_traced(
     timeout: Duration,
     files: &[String],
 ) -> Result<(TestRun, BTreeMap<String, Vec<u64>>), ExecError> {
-    let name = test_name(test.0);
-    let test_path = format!("{TEST_DIR}/{name}");
-    let mut spec = env_spec(image, test_command_with(&test_path, &format!(" -p {}", TRACE_PLUGIN.0)));
+    run_pytest(docker, image, tree, test, timeout, 0, Some(files)).await
+}
+
+/// One pytest run of `test` in a fresh container: under hash seed `seed`, and with the tracing
+/// plugin on `trace` (repository-relative paths) when given.
+async fn run_pytest(
+    docker: &Docker,
+    image: &str,
+    tree: &Path,
+    test: (&str, &str),
+    timeout: Duration,
+    seed: u32,
+    trace: Option<&[String]>,
+) -> Result<(TestRun, BTreeMap<String, Vec<u64>>), ExecError> {
+    let test_path = format!("{TEST_DIR}/{}", test_name(test.0));
+    let options = trace.map_or(String::new(), |_| format!(" -p {}", TRACE_PLUGIN.0));
+    let mut spec = env_spec(image, test_command(&test_path, &options));
     spec.timeout = timeout;
-    spec.env.push(("PYTHONHASHSEED".into(), "0".into()));
-    spec.env.push(("PYTHONPATH".into(), TEST_DIR.into()));
-    let absolute: Vec<String> = files.iter().map(|f| format!("{REPO}/{f}")).collect();
-    spec.env.push(("CURATE_TRACE_FILES".into(), absolute.join(":")));
+    spec.env.push(("PYTHONHASHSEED".into(), seed.to_string()));
     spec.files = tree_files(tree)?;
     spec.files.push((test_path, test.1.as_bytes().to_vec()));
-    spec.files.push((format!("{TEST_DIR}/{}.py", TRACE_PLUGIN.0), TRACE_PLUGIN.1.as_bytes().to_vec()));
+    if let Some(files) = trace {
+        spec.env.push(("PYTHONPATH".into(), TEST_DIR.into()));
+        let absolute: Vec<String> = files.iter().map(|f| format!("{REPO}/{f}")).collect();
+        spec.env.push(("CURATE_TRACE_FILES".into(), absolute.join(":")));
+        spec.files.push((format!("{TEST_DIR}/{}.py", TRACE_PLUGIN.0), TRACE_PLUGIN.1.as_bytes().to_vec()));
+    }
     let r = run(docker, &spec).await?;
     let (output, wrote) = split_writes(&r.output);
+    let (output, traced) = split_trace(&output);
+    let verdict = if r.oom_killed && !r.timed_out {
+        Verdict::OutOfMemory
+    } else {
+        classify(r.exit_code, r.timed_out, &output)
+    };
+    let run = TestRun { verdict, exit_code: r.exit_code, output, wrote, seconds: r.duration.as_secs_f64() };
+    Ok((run, traced))
+}
+
+/// Splits the tracing plugin's line from what pytest printed: per repository-relative file, the
+/// lines executed (nothing when the plugin printed nothing).
+fn split_trace(output: &str) -> (String, BTreeMap<String, Vec<u64>>) {
     let mut traced = BTreeMap::new();
     let mut rest = String::with_capacity(output.len());
     for line in output.split_inclusive('\n') {
@@ -197,14 +221,7 @@ pub async fn run_test_traced(
             None => rest.push_str(line),
         }
     }
-    let run = TestRun {
-        verdict: classify(r.exit_code, r.timed_out, &rest),
-        exit_code: r.exit_code,
-        output: rest,
-        wrote,
-        seconds: r.duration.as_secs_f64(),
-    };
-    Ok((run, traced))
+    (rest, traced)
 }
 
 /// The file name a test runs under.
@@ -274,26 +291,7 @@ pub async fn run_test_seeded(
     timeout: Duration,
     seed: u32,
 ) -> Result<TestRun, ExecError> {
-    let name = test_name(test.0);
-    let test_path = format!("{TEST_DIR}/{name}");
-    let mut spec = env_spec(image, test_command(&test_path));
-    spec.timeout = timeout;
-    spec.env.push(("PYTHONHASHSEED".into(), seed.to_string()));
-    spec.files = tree_files(tree)?;
-    spec.files.push((test_path, test.1.as_bytes().to_vec()));
-    let r = run(docker, &spec).await?;
-    let (output, wrote) = split_writes(&r.output);
-    Ok(TestRun {
-        verdict: if r.oom_killed && !r.timed_out {
-            Verdict::OutOfMemory
-        } else {
-            classify(r.exit_code, r.timed_out, &output)
-        },
-        exit_code: r.exit_code,
-        output,
-        wrote,
-        seconds: r.duration.as_secs_f64(),
-    })
+    run_pytest(docker, image, tree, test, timeout, seed, None).await.map(|(run, _)| run)
 }
 
 #[cfg(test)]

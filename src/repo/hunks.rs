@@ -23,12 +23,6 @@ pub struct Hunk {
 }
 
 impl Hunk {
-    /// The old side's line range it covers (context included).
-    pub fn old_span(&self) -> (u64, u64) {
-        let removed_or_context = self.text.lines().filter(|l| !l.starts_with('+')).count() as u64;
-        (self.old_start, self.old_start + removed_or_context.saturating_sub(1))
-    }
-
     /// The old side's lines its changes cover: the removed lines, or the place an addition goes in
     /// (context lines left out).
     pub fn changed_span(&self) -> (u64, u64) {
@@ -169,7 +163,6 @@ mod tests {
         assert_eq!(hunks[0].removed, vec![(4, "b".to_string())]);
         assert_eq!(hunks[0].added, vec![(4, "B".to_string()), (5, "C".to_string())]);
         assert_eq!(hunks[0].text, " a\n-b\n+B\n+C\n c\n d\n");
-        assert_eq!(hunks[0].old_span(), (3, 6));
         assert_eq!(hunks[0].changed_span(), (4, 4));
         assert_eq!(hunks[2].changed_span(), (0, 0), "an addition at the top of a new file");
         assert_eq!(hunks[1].removed, vec![(21, "y".to_string())]);

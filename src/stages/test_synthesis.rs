@@ -503,12 +503,14 @@ impl Synthesis {
         test: (&str, &str),
         record: &mut Value,
     ) -> Result<Result<(), Miss>, TaskError> {
-        let fixed_file = |path: &str| -> Option<String> {
-            if crate::record::check_repo_path(path).is_err() {
-                return None;
-            }
-            std::fs::read_to_string(trees.fixed.join(path)).ok()
-        };
+        // Each attributed file read once; the gate's parts look it up.
+        let texts: BTreeMap<&str, String> = attribution
+            .changes
+            .iter()
+            .filter(|c| crate::record::check_repo_path(&c.path).is_ok())
+            .filter_map(|c| Some((c.path.as_str(), std::fs::read_to_string(trees.fixed.join(&c.path)).ok()?)))
+            .collect();
+        let fixed_file = |path: &str| texts.get(path).cloned();
         let changes: Vec<relevance::Change<'_>> = attribution
             .changes
             .iter()

@@ -81,9 +81,10 @@ pub fn definitions(targets: &Targets, fixed: impl Fn(&str) -> Option<String>) ->
         let Some(text) = fixed(path) else { continue };
         let file: Vec<&str> = text.lines().collect();
         for line in lines {
-            let at = (*line as usize).saturating_sub(1).min(file.len().saturating_sub(1));
+            // The lines up to the target's, read upwards (all of them for a line past the end).
+            let upto = (*line as usize).min(file.len());
             let mut indent = usize::MAX;
-            for l in file[..=at.min(file.len().saturating_sub(1))].iter().rev() {
+            for l in file[..upto].iter().rev() {
                 let t = l.trim_start();
                 let here = l.len() - t.len();
                 if t.is_empty() || here >= indent {
