@@ -186,7 +186,7 @@ fn gold_calibrates_a_threshold_the_stage_keeps_by_and_a_changed_prompt_needs_a_n
         assert_eq!(request["logprobs"], true, "the filter asks for log-probabilities");
         let p: f64 =
             text.split("SURE=").nth(1).and_then(|t| t.get(..4)).and_then(|t| t.parse().ok()).unwrap();
-        Reply::Status(200, vec![], judged(if p >= 0.5 { "defect" } else { "question" }, p))
+        Reply::Completion(judged(if p >= 0.5 { "defect" } else { "question" }, p))
     });
     let s = Scratch::new();
     pipeline(&s, &server.base_url);

@@ -87,6 +87,47 @@ async fn a_slow_server_times_out_and_is_retried() {
 }
 
 #[tokio::test]
+async fn a_server_silent_before_its_first_token_is_given_up_and_asked_again() {
+    let silent = Reply::Delay(Duration::from_secs(5), Box::new(Reply::Answer("late".into())));
+    let server = Server::start(vec![silent, Reply::Answer("prompt".into())], None);
+    let dir = tempfile::tempdir().unwrap();
+    let llm = client(&server, dir.path(), CacheMode::Off, |s| s.first_token_secs = Some(1));
+    assert_eq!(ask(&llm, "g").await.unwrap().0, "prompt");
+    assert_eq!(server.calls(), 2);
+}
+
+#[tokio::test]
+async fn an_answer_that_stalls_midway_is_given_up_but_a_slow_steady_one_is_not() {
+    let steady = Reply::Trickle("0123456789".into(), Duration::from_millis(250));
+    let stalled = Reply::Trickle("ab".into(), Duration::from_secs(3));
+    let server = Server::start(vec![steady, stalled, Reply::Answer("second".into())], None);
+    let dir = tempfile::tempdir().unwrap();
+    let llm = client(&server, dir.path(), CacheMode::Off, |s| s.idle_secs = Some(1));
+    // 2.5 s in all, longer than the idle limit, but never 1 s without a token.
+    assert_eq!(ask(&llm, "h").await.unwrap().0, "0123456789");
+    assert_eq!(server.calls(), 1);
+    assert_eq!(ask(&llm, "i").await.unwrap().0, "second");
+    assert_eq!(server.calls(), 3, "the stalled answer was asked again");
+}
+
+#[tokio::test]
+async fn a_hung_server_holds_a_request_only_until_the_retry_budget_is_spent() {
+    let server = Server::start(vec![], Some(Reply::Delay(Duration::from_secs(60), Box::new(Reply::Drop))));
+    let dir = tempfile::tempdir().unwrap();
+    let llm = client(&server, dir.path(), CacheMode::Off, |s| {
+        s.first_token_secs = Some(1);
+        s.retry_budget_secs = Some(2);
+        s.max_retries = Some(10);
+    });
+    let t0 = Instant::now();
+    let err = ask(&llm, "j").await.unwrap_err().to_string();
+    assert!(err.contains("first_token_secs"), "{err}");
+    // Tries start at about 0, 1 and 2 s; none starts once 2 s have passed.
+    assert!((2..=4).contains(&server.calls()), "{} tries", server.calls());
+    assert!(t0.elapsed() < Duration::from_secs(10), "held for {:?}", t0.elapsed());
+}
+
+#[tokio::test]
 async fn answers_are_recorded_and_replayed_without_the_server() {
     let server = Server::start(vec![Reply::Answer("recorded".into())], None);
     let dir = tempfile::tempdir().unwrap();

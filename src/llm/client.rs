@@ -1,20 +1,24 @@
 //! A chat call: the recorded answer if there is one, otherwise one request through async-openai and
 //! the retrying transport, recorded for next time. Identical requests in flight are sent once.
+//! Answers are streamed, so a server that has gone quiet is told from one still writing.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
-use async_openai::types::chat::{ChatCompletionTokenLogprob, CreateChatCompletionRequest, FinishReason};
+use async_openai::types::chat::{
+    ChatCompletionTokenLogprob, CreateChatCompletionRequest, CreateChatCompletionStreamResponse, FinishReason,
+};
+use futures_util::StreamExt;
 use tokio::sync::OnceCell;
 
 use super::cache::ResponseCache;
 use super::retry::RetryPolicy;
-use super::transport::Transport;
+use super::transport::{Endpoint, Transport};
 use super::types::{Answer, CacheMode, ChatRequest, LlmSettings, Message, TokenLogprob, Usage};
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -36,6 +40,8 @@ pub enum LlmError {
 pub struct Llm {
     pub settings: LlmSettings,
     client: Client<OpenAIConfig>,
+    /// The server's shared limits; a request holds a place until its answer has streamed in.
+    endpoint: Arc<Endpoint>,
     cache: ResponseCache,
     in_flight: Mutex<HashMap<String, Arc<Pending>>>,
 }
@@ -63,10 +69,13 @@ impl Llm {
     /// `cache_dir` is where recorded answers live (`cache/llm`).
     pub fn new(settings: LlmSettings, cache_dir: &Path) -> Result<Llm, String> {
         let config = OpenAIConfig::new().with_api_base(&settings.base_url).with_api_key(&settings.api_key);
-        let client = Client::with_config(config).with_http_service(Transport::new(&settings)?);
+        let transport = Transport::new(&settings)?;
+        let endpoint = transport.endpoint();
+        let client = Client::with_config(config).with_http_service(transport);
         Ok(Llm {
             settings,
             client,
+            endpoint,
             cache: ResponseCache::new(cache_dir),
             in_flight: Mutex::new(HashMap::new()),
         })
@@ -133,6 +142,8 @@ impl Llm {
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
             "seed": request.seed,
+            "stream": true,
+            "stream_options": {"include_usage": true},
         });
         if !request.stop.is_empty() {
             body["stop"] = serde_json::json!(request.stop);
@@ -144,53 +155,120 @@ impl Llm {
         let typed: CreateChatCompletionRequest = serde_json::from_value(body)
             .map_err(|e| LlmError::Failed(format!("cannot build the request: {e}")))?;
         let retry = RetryPolicy::of(&self.settings);
+        let _permit = self.endpoint.acquire().await.map_err(LlmError::Failed)?;
         let mut attempt = 0;
         let started = Instant::now();
         loop {
             let t0 = Instant::now();
-            match self.client.chat().create(typed.clone()).await {
-                Ok(response) => {
-                    let choice = response
-                        .choices
-                        .first()
-                        .ok_or_else(|| LlmError::Failed("the answer has no choices".into()))?;
-                    let text = choice
-                        .message
-                        .content
-                        .clone()
-                        .ok_or_else(|| LlmError::Failed("the answer has no message content".into()))?;
-                    let truncated = matches!(choice.finish_reason, Some(FinishReason::Length));
-                    let usage = response.usage.map_or(Usage::default(), |u| Usage {
-                        prompt_tokens: u64::from(u.prompt_tokens),
-                        completion_tokens: u64::from(u.completion_tokens),
-                    });
-                    let logprobs = choice
-                        .logprobs
-                        .as_ref()
-                        .and_then(|l| l.content.as_ref())
-                        .map(|tokens| tokens.iter().map(token_logprob).collect())
-                        .unwrap_or_default();
-                    let created_at = std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map_or(0, |d| d.as_secs());
-                    return Ok(Answer {
-                        text,
-                        truncated,
-                        model: response.model,
-                        usage,
-                        elapsed_ms: t0.elapsed().as_millis() as u64,
-                        created_at,
-                        logprobs,
-                    });
-                }
-                // A body that is not a chat completion (a proxy's error page, a cut-off stream):
-                // the transport saw a 200, so retry here.
-                Err(OpenAIError::JSONDeserialize(..)) if retry.may_retry(attempt, started.elapsed()) => {
+            match self.attempt(typed.clone(), t0).await {
+                Ok(streamed) => return Ok(streamed.answer(t0.elapsed())),
+                Err(Miss::Retry(_)) if retry.may_retry(attempt, started.elapsed()) => {
                     tokio::time::sleep(retry.delay(attempt, None)).await;
                     attempt += 1;
                 }
-                Err(e) => return Err(LlmError::Failed(describe(&e))),
+                Err(Miss::Retry(reason) | Miss::Fail(reason)) => return Err(LlmError::Failed(reason)),
             }
+        }
+    }
+
+    /// One try: the request sent and its answer read as it streams in, given up when the server
+    /// says nothing for `first_token` after `sent`, or for `idle` once it has begun.
+    async fn attempt(&self, request: CreateChatCompletionRequest, sent: Instant) -> Result<Streamed, Miss> {
+        let (first, idle) = (self.settings.first_token, self.settings.idle);
+        let silent = |secs: Duration, setting: &str| {
+            Miss::Retry(format!("the server sent nothing for {} s ({setting})", secs.as_secs()))
+        };
+        let mut stream = tokio::time::timeout(first, self.client.chat().create_stream(request))
+            .await
+            .map_err(|_| silent(first, "first_token_secs"))?
+            .map_err(|e| Miss::of(&e))?;
+        let mut streamed = Streamed::default();
+        loop {
+            let wait = if streamed.begun { idle } else { first.saturating_sub(sent.elapsed()) };
+            let setting = if streamed.begun { "idle_secs" } else { "first_token_secs" };
+            match tokio::time::timeout(wait, stream.next()).await {
+                Err(_) => return Err(silent(if streamed.begun { idle } else { first }, setting)),
+                Ok(None) => break,
+                Ok(Some(Err(e))) => return Err(Miss::of(&e)),
+                Ok(Some(Ok(chunk))) => streamed.add(chunk),
+            }
+        }
+        // A proxy's page in place of events, or a connection cut between two events.
+        if streamed.finish.is_none() {
+            return Err(Miss::Retry("the answer ended before the server said it was complete".into()));
+        }
+        Ok(streamed)
+    }
+}
+
+/// Why a try gave no answer, and whether another may.
+enum Miss {
+    Retry(String),
+    Fail(String),
+}
+
+impl Miss {
+    fn of(e: &OpenAIError) -> Miss {
+        match e {
+            // The transport has retried these as far as the policy allows.
+            OpenAIError::ApiError(_) | OpenAIError::Reqwest(_) | OpenAIError::InvalidArgument(_) => {
+                Miss::Fail(describe(e))
+            }
+            // A body that is not a chat completion (a proxy's error page) or a stream cut off:
+            // the transport saw a 200, so a retry is for the client to decide.
+            _ => Miss::Retry(describe(e)),
+        }
+    }
+}
+
+/// An answer as its chunks come in.
+#[derive(Default)]
+struct Streamed {
+    /// A chunk has come: from now on the server is writing, and `idle` applies.
+    begun: bool,
+    text: String,
+    finish: Option<FinishReason>,
+    model: String,
+    usage: Option<Usage>,
+    logprobs: Vec<TokenLogprob>,
+}
+
+impl Streamed {
+    fn add(&mut self, chunk: CreateChatCompletionStreamResponse) {
+        self.begun = true;
+        if !chunk.model.is_empty() {
+            self.model = chunk.model;
+        }
+        if let Some(u) = chunk.usage {
+            self.usage = Some(Usage {
+                prompt_tokens: u64::from(u.prompt_tokens),
+                completion_tokens: u64::from(u.completion_tokens),
+            });
+        }
+        // One choice is asked for; others (a server that ignores `n`) are not read.
+        let Some(choice) = chunk.choices.into_iter().find(|c| c.index == 0) else { return };
+        if let Some(text) = choice.delta.content {
+            self.text.push_str(&text);
+        }
+        if let Some(tokens) = choice.logprobs.and_then(|l| l.content) {
+            self.logprobs.extend(tokens.iter().map(token_logprob));
+        }
+        if choice.finish_reason.is_some() {
+            self.finish = choice.finish_reason;
+        }
+    }
+
+    fn answer(self, elapsed: Duration) -> Answer {
+        let created_at =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        Answer {
+            text: self.text,
+            truncated: matches!(self.finish, Some(FinishReason::Length)),
+            model: self.model,
+            usage: self.usage.unwrap_or_default(),
+            elapsed_ms: elapsed.as_millis() as u64,
+            created_at,
+            logprobs: self.logprobs,
         }
     }
 }

@@ -27,10 +27,16 @@ pub struct LlmSpec {
     pub stop: Option<Vec<String>>,
     /// Seconds one request may take, answer included (default 300).
     pub timeout_secs: Option<u64>,
+    /// Seconds from sending a request to the answer's first token (default 120): the server's
+    /// queue and reading the prompt. A server that says nothing for this long is given up on.
+    pub first_token_secs: Option<u64>,
+    /// Seconds the answer may pause between two tokens (default 30).
+    pub idle_secs: Option<u64>,
     /// Attempts after the first for 429, 5xx, timeouts and dropped connections (default 4).
     pub max_retries: Option<u32>,
-    /// Seconds after a request's first attempt began past which no retry starts (default 600): a
-    /// hung server holds a task for at most about this plus one `timeout_secs`.
+    /// Seconds after a request's first attempt began past which no retry starts (default 300): a
+    /// server that hangs before its first token holds a task for about this plus one
+    /// `first_token_secs` (7 minutes by default), one that hangs mid-answer this plus one `idle_secs`.
     pub retry_budget_secs: Option<u64>,
     /// Requests in flight at once to this server, shared with the stages that set the same server and
     /// limits; a stage with other limits has its own (see `transport`).
@@ -57,6 +63,8 @@ impl LlmSpec {
             seed,
             stop,
             timeout_secs,
+            first_token_secs,
+            idle_secs,
             max_retries,
             retry_budget_secs,
             concurrency,
@@ -86,8 +94,10 @@ impl LlmSpec {
             seed: self.seed.or(Some(7)),
             stop: self.stop.clone().unwrap_or_default(),
             timeout: Duration::from_secs(self.timeout_secs.unwrap_or(300)),
+            first_token: Duration::from_secs(self.first_token_secs.unwrap_or(120)),
+            idle: Duration::from_secs(self.idle_secs.unwrap_or(30)),
             max_retries: self.max_retries.unwrap_or(4),
-            retry_budget: Duration::from_secs(self.retry_budget_secs.unwrap_or(600)),
+            retry_budget: Duration::from_secs(self.retry_budget_secs.unwrap_or(300)),
             concurrency: self.concurrency.unwrap_or(1).max(1),
             requests_per_minute: self.requests_per_minute,
             backoff: Duration::from_millis(self.backoff_ms.unwrap_or(500)),

@@ -2,7 +2,9 @@
 //! service sends it, and retries 429s, 5xx, timeouts and dropped connections on the [`RetryPolicy`]'s
 //! schedule, waiting as long as a `Retry-After` header asks. The stages that talk to one server with
 //! the same limits share one concurrency limit and requests-per-minute window (see `endpoint`);
-//! retry policy and timeout are each client's own.
+//! retry policy and timeout are each client's own. The concurrency permit is the client's to hold
+//! ([`Endpoint::acquire`]): an answer streams in after its response began, and the request counts as
+//! in flight until its last token.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -70,6 +72,11 @@ fn seconds(value: &str) -> Option<Duration> {
 }
 
 impl Endpoint {
+    /// A place among the requests in flight to this server, held until dropped.
+    pub async fn acquire(&self) -> Result<tokio::sync::SemaphorePermit<'_>, String> {
+        self.permits.acquire().await.map_err(|e| e.to_string())
+    }
+
     /// Waits until one more request fits in the last minute's window.
     async fn wait_for_rate(&self) {
         let Some((limit, window)) = &self.rpm else { return };
@@ -112,9 +119,12 @@ impl Transport {
         Ok(Transport { endpoint: endpoint(settings)?, http, retry: RetryPolicy::of(settings) })
     }
 
+    /// The limits this transport shares with the other clients of its server.
+    pub fn endpoint(&self) -> Arc<Endpoint> {
+        self.endpoint.clone()
+    }
+
     async fn send(self, factory: HttpRequestFactory) -> Result<Response, OpenAIError> {
-        let permits = &self.endpoint.permits;
-        let _permit = permits.acquire().await.map_err(|e| OpenAIError::InvalidArgument(e.to_string()))?;
         let mut attempt = 0;
         let started = Instant::now();
         loop {

@@ -119,7 +119,12 @@ pub struct LlmSettings {
     pub max_tokens: u32,
     pub seed: Option<i64>,
     pub stop: Vec<String>,
+    /// The whole request, answer included.
     pub timeout: Duration,
+    /// From sending the request to the answer's first token.
+    pub first_token: Duration,
+    /// Between two tokens of the answer.
+    pub idle: Duration,
     pub max_retries: u32,
     /// No retry starts once this long has passed since a request's first attempt.
     pub retry_budget: Duration,

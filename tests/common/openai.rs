@@ -1,7 +1,8 @@
 //! A small scripted OpenAI-compatible server for tests: it answers `POST .../chat/completions` with
 //! the replies it was given, in order, and counts and keeps every request, and how many it was
-//! working on at once. Replies can be answers, HTTP errors with headers, delays, dropped connections
-//! and malformed bodies.
+//! working on at once. Replies can be answers (streamed as server-sent events when the request asks,
+//! as every real client request does), HTTP errors with headers, delays, answers that pause between
+//! tokens, dropped connections and malformed bodies.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -10,8 +11,12 @@ use std::time::Duration;
 
 #[derive(Clone, Debug)]
 pub enum Reply {
-    /// A chat completion whose message is this text.
+    /// A chat completion whose message is this text (streamed when the request asks).
     Answer(String),
+    /// This whole chat completion (JSON), sent as one event of a stream when the request asks.
+    Completion(String),
+    /// A streamed answer sent a character at a time, with this pause before each.
+    Trickle(String, Duration),
     /// An HTTP status with extra headers and a body.
     Status(u16, Vec<(String, String)>, String),
     /// Wait, then give the inner reply.
@@ -90,6 +95,58 @@ pub fn completion(text: &str) -> String {
     .to_string()
 }
 
+/// One server-sent event of a streamed answer: a piece of the text, or its end.
+fn chunk(text: Option<&str>, finish: Option<&str>, usage: bool) -> String {
+    let mut value = serde_json::json!({
+        "id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1, "model": "scripted-model",
+        "choices": [{"index": 0, "finish_reason": finish, "delta": {"content": text}}],
+    });
+    if usage {
+        value["choices"] = serde_json::json!([]);
+        value["usage"] =
+            serde_json::json!({"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110});
+    }
+    format!("data: {value}\n\n")
+}
+
+/// Streams `text` in pieces of one character, `pause` before each, then the end of the answer.
+fn stream_answer(stream: &mut TcpStream, text: &str, pause: Duration) {
+    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+    let _ = stream.write_all(head.as_bytes());
+    let pieces: Vec<String> =
+        if pause.is_zero() { vec![text.to_string()] } else { text.chars().map(String::from).collect() };
+    for piece in pieces {
+        std::thread::sleep(pause);
+        if stream.write_all(chunk(Some(&piece), None, false).as_bytes()).is_err() {
+            return;
+        }
+    }
+    let _ = stream.write_all(chunk(None, Some("stop"), false).as_bytes());
+    let _ = stream.write_all(chunk(None, None, true).as_bytes());
+    let _ = stream.write_all(b"data: [DONE]\n\n");
+}
+
+/// `completion` (a chat completion's JSON) as the events of a stream: its message and
+/// log-probabilities in one chunk, then its end and its usage.
+fn stream_completion(stream: &mut TcpStream, completion: &str) {
+    let value: serde_json::Value = serde_json::from_str(completion).expect("a scripted completion is JSON");
+    let choice = &value["choices"][0];
+    let mut first = serde_json::json!({
+        "id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1, "model": value["model"],
+        "choices": [{"index": 0, "finish_reason": null, "delta": {"content": choice["message"]["content"]}}],
+    });
+    if !choice["logprobs"].is_null() {
+        first["choices"][0]["logprobs"] = choice["logprobs"].clone();
+    }
+    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+    let _ = stream.write_all(head.as_bytes());
+    let _ = stream.write_all(format!("data: {first}\n\n").as_bytes());
+    let finish = choice["finish_reason"].as_str().unwrap_or("stop");
+    let _ = stream.write_all(chunk(None, Some(finish), false).as_bytes());
+    let _ = stream.write_all(chunk(None, None, true).as_bytes());
+    let _ = stream.write_all(b"data: [DONE]\n\n");
+}
+
 fn respond(stream: &mut TcpStream, status: u16, headers: &[(String, String)], body: &str) {
     let mut head = format!(
         "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
@@ -125,9 +182,10 @@ fn serve(mut stream: TcpStream, state: &Mutex<State>) {
     if reader.read_exact(&mut body).is_err() {
         return;
     }
+    let request: serde_json::Value = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+    let streamed = request["stream"] == serde_json::json!(true);
     let reply = {
         let mut s = state.lock().unwrap();
-        let request: serde_json::Value = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
         let reply = match &s.responder {
             Some(f) => Some(f(&request)),
             None if s.script.is_empty() => s.fallback.clone(),
@@ -150,6 +208,10 @@ fn serve(mut stream: TcpStream, state: &Mutex<State>) {
     // Before answering, so the client cannot send its next request while this one still counts.
     state.lock().unwrap().in_flight -= 1;
     match reply {
+        Reply::Answer(text) if streamed => stream_answer(&mut stream, &text, Duration::ZERO),
+        Reply::Trickle(text, pause) => stream_answer(&mut stream, &text, pause),
+        Reply::Completion(json) if streamed => stream_completion(&mut stream, &json),
+        Reply::Completion(json) => respond(&mut stream, 200, &[], &json),
         Reply::Answer(text) => respond(&mut stream, 200, &[], &completion(&text)),
         Reply::Status(code, headers, body) => respond(&mut stream, code, &headers, &body),
         Reply::Malformed => respond(&mut stream, 200, &[], "<html>bad gateway</html>"),
