@@ -110,6 +110,14 @@ fn a_probe_fails_on_the_reviewed_commit_and_passes_on_the_fixed_one() {
         let spawner = "import threading\n\ndef test_threads():\n    stop = threading.Event()\n    for _ in range(2000):\n        threading.Thread(target=stop.wait, daemon=True).start()\n";
         let spawner = run_test(&d, &image, reviewed_tree, ("test_spawner.py", spawner), t).await.unwrap();
         assert_eq!(spawner.verdict, Verdict::TooManyProcesses, "{:?}: {}", spawner.exit_code, spawner.output);
+        // The limit is the test run's own: a hundred threads fit, two hundred do not.
+        let threads = |n: usize| {
+            format!("import threading\n\ndef test_threads():\n    stop = threading.Event()\n    for _ in range({n}):\n        threading.Thread(target=stop.wait, daemon=True).start()\n")
+        };
+        let hundred = run_test(&d, &image, reviewed_tree, ("test_hundred.py", &threads(100)), t).await.unwrap();
+        assert_eq!(hundred.verdict, Verdict::Passed, "{}", hundred.output);
+        let two_hundred = run_test(&d, &image, reviewed_tree, ("test_two_hundred.py", &threads(200)), t).await.unwrap();
+        assert_eq!(two_hundred.verdict, Verdict::TooManyProcesses, "{}", two_hundred.output);
 
         let broken = run_test(&d, &image, reviewed_tree, ("test_bad.py", "def test_x(:\n    pass\n"), t).await.unwrap();
         assert_eq!(broken.verdict, Verdict::SyntaxError, "{}", broken.output);

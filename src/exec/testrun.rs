@@ -19,6 +19,11 @@ use crate::repo::working_files;
 pub const REPO: &str = "/repo";
 /// Where the test under trial is written; outside the repository, so it cannot shadow its files.
 const TEST_DIR: &str = "/curate-test";
+/// Processes and threads a test run may have at once: room for a test that hammers a function from
+/// a hundred threads (a comment about thread safety), and a fork bomb stops here. The host stays
+/// responsive during one because of the CPU quota of one core, whatever this limit (measured with
+/// `cargo bench --bench fork_bomb`: docs/benchmarks.md).
+pub const TEST_PIDS: i64 = 128;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -183,6 +188,7 @@ async fn run_pytest(
     let options = trace.map_or(String::new(), |_| format!(" -p {}", TRACE_PLUGIN.0));
     let mut spec = env_spec(image, test_command(&test_path, &options));
     spec.timeout = timeout;
+    spec.pids = TEST_PIDS;
     spec.env.push(("PYTHONHASHSEED".into(), seed.to_string()));
     spec.files = tree_files(tree)?;
     spec.files.push((test_path, test.1.as_bytes().to_vec()));
