@@ -117,11 +117,33 @@ enum Command {
     /// Base images for environments, made here when no registry is reachable.
     #[command(subcommand)]
     Images(Images),
+    /// The state database: check its health, or repair a damaged one.
+    #[command(subcommand)]
+    State(State),
     /// Print the stage DAG.
     Graph {
         pipeline: PathBuf,
         #[arg(long, value_enum, default_value_t = GraphFormat::Text)]
         format: GraphFormat,
+    },
+}
+
+#[derive(Subcommand)]
+enum State {
+    /// Run SQLite's integrity check on the state database; exits 1 when it is damaged.
+    Check {
+        pipeline: PathBuf,
+        /// State directory (default: `.curate/<pipeline name>` beside the pipeline file).
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
+    },
+    /// Move a damaged state database aside (as state.db.damaged-TIME) and start a new one with every
+    /// task that can still be read from it; the next run redoes only what was lost.
+    Repair {
+        pipeline: PathBuf,
+        /// State directory (default: `.curate/<pipeline name>` beside the pipeline file).
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
     },
 }
 
@@ -188,6 +210,12 @@ fn main() -> ExitCode {
             commands::relevance(&pipeline, &select.selection(false), stage.as_deref())
         }
         Command::Graph { pipeline, format } => commands::graph(&pipeline, format),
+        Command::State(State::Check { pipeline, state }) => {
+            commands::state_check(&pipeline, &Selection { state, ..Selection::default() })
+        }
+        Command::State(State::Repair { pipeline, state }) => {
+            commands::state_repair(&pipeline, &Selection { state, ..Selection::default() })
+        }
         Command::Images(Images::Bootstrap { suite, tag, mirror, force }) => {
             commands::images_bootstrap(&suite, tag.as_deref(), mirror.as_deref(), force)
         }

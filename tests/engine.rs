@@ -398,7 +398,7 @@ fn a_damaged_or_emptied_state_database_stops_with_the_way_out_and_a_fresh_one_re
         let out = s.curate(&command);
         assert_eq!(out.status.code(), Some(1), "{command:?}");
         let err = stderr(&out);
-        assert!(err.contains("is damaged") && err.contains("state.db.damaged"), "{command:?}: {err}");
+        assert!(err.contains("is damaged") && err.contains("curate state repair"), "{command:?}: {err}");
     }
 
     // Emptied: not taken for a new database, which would redo everything unsaid.
@@ -408,8 +408,52 @@ fn a_damaged_or_emptied_state_database_stops_with_the_way_out_and_a_fresh_one_re
     assert!(stderr(&out).contains("is empty (0 bytes)"), "{}", stderr(&out));
 
     // The way out works: moved aside, the next run starts over and finishes.
-    std::fs::rename(&db, s.path(".curate/db/state.db.damaged")).unwrap();
+    let out = s.curate(&["state", "repair", "p.yaml"]);
+    assert!(stdout(&out).starts_with("kept 0 task(s); the damaged file is now"), "{}", stdout(&out));
     assert_eq!(s.curate(&["run", "p.yaml"]).status.code(), Some(0));
+}
+
+#[test]
+fn a_damaged_state_is_repaired_keeping_every_task_still_readable_and_the_next_run_redoes_the_rest() {
+    let s = Scratch::new();
+    s.items("items.jsonl", 300);
+    s.write(
+        "p.yaml",
+        "name: db\nsource: {kind: jsonl, path: items.jsonl}\nstages:\n  - id: a\n    kind: noop\n",
+    );
+    assert_eq!(s.curate(&["run", "p.yaml"]).status.code(), Some(0));
+    let out = s.curate(&["state", "check", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).contains("is sound"), "{}", stdout(&out));
+
+    // One leaf page of the task table in the middle of the file overwritten: the rows on it are
+    // lost, the rest can be read from either side of it.
+    let db = s.path(".curate/db/state.db");
+    let mut bytes = std::fs::read(&db).unwrap();
+    let page = 4096;
+    let leaves: Vec<usize> = (1..bytes.len() / page).filter(|p| bytes[p * page] == 0x0a).collect();
+    assert!(leaves.len() >= 3, "the task table spans several leaf pages: {leaves:?}");
+    let middle = leaves[leaves.len() / 2];
+    for byte in &mut bytes[middle * page + 8..(middle + 1) * page] {
+        *byte = 0x5a;
+    }
+    std::fs::write(&db, &bytes).unwrap();
+
+    let out = s.curate(&["state", "check", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("is damaged") && stdout(&out).contains("state repair"), "{}", stdout(&out));
+    let out = s.curate(&["state", "repair", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let said = stdout(&out);
+    let kept: usize = said.split_whitespace().nth(1).and_then(|n| n.parse().ok()).expect(&said);
+    assert!(kept > 100 && kept < 300, "{said}");
+    assert!(said.contains("of the 300 it counts") && said.contains("state.db.damaged-"), "{said}");
+
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let ran = format!("{} task(s) done now, {kept} taken from the store", 300 - kept);
+    assert!(stderr(&out).contains(&ran) || stdout(&out).contains(&ran), "{ran}: {}", stderr(&out));
+    assert!(stdout(&s.curate(&["state", "check", "p.yaml"])).contains("is sound"));
 }
 
 #[test]

@@ -12,12 +12,14 @@ mod images;
 mod inspect;
 mod relevance;
 mod run;
+mod state;
 
 pub use gold::gold;
 pub use images::images_bootstrap;
 pub use inspect::{GraphFormat, ReportFormat, clean, export, graph, report, status, validate};
 pub use relevance::relevance;
 pub use run::{RunOptions, run};
+pub use state::{state_check, state_repair};
 
 /// Exit codes, as documented in the README.
 pub mod exit {

@@ -97,13 +97,15 @@ pub enum StoreError {
     #[error("the store's writer stopped: {0}")]
     WriterGone(String),
     #[error(
-        "state database {} is damaged ({detail}); move it aside (mv {0} {0}.damaged, or use another --state) and run again: the work it recorded runs again, with model answers replayed from the cache", db.display()
+        "state database {} is damaged ({detail}); `curate state repair` keeps every task it can still read and moves the file aside (or move it aside yourself, or use another --state); the next run redoes only what was lost, with model answers replayed from the cache", db.display()
     )]
     Corrupt { db: PathBuf, detail: String },
     #[error(
         "state database {} is empty (0 bytes), so what it recorded is lost; remove it to start over (every task runs again, model answers replay from the cache), or put back a copy", db.display()
     )]
     Empty { db: PathBuf },
+    #[error("cannot move {from} to {to}: {error}")]
+    Move { from: PathBuf, to: PathBuf, error: std::io::Error },
 }
 
 impl StoreError {

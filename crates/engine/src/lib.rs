@@ -13,6 +13,7 @@
 //! - [`key`]: content hashing of tasks;
 //! - [`flow`]: which upstream tasks a task waits on and what it receives from them;
 //! - [`store`] and [`lock`]: the SQLite checkpoint store in a state directory, one writer at a time;
+//!   [`repair`] checks it and rebuilds a damaged one from the rows it can still read;
 //! - [`scheduler`]: runs ready tasks under per-resource limits and emits [`events`];
 //! - [`walk`]: the same flow, read-only over the store, for `status` and `report`;
 //! - [`errors`]: every error the engine reports, each naming the file, key or item.
@@ -27,6 +28,7 @@ pub mod locate;
 pub mod lock;
 pub mod pipeline;
 pub mod plugins;
+pub mod repair;
 pub mod resources;
 pub mod scheduler;
 pub mod source;

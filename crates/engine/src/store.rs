@@ -22,7 +22,7 @@ use crate::key::TaskKey;
 use crate::stage::Usage;
 
 const SCHEMA_VERSION: i64 = 1;
-const DB_FILE: &str = "state.db";
+pub(crate) const DB_FILE: &str = "state.db";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecordState {
