@@ -10,6 +10,7 @@ use serde::Deserialize;
 use crate::engine::errors::{ConfigError, SpecError};
 use crate::engine::pipeline::pipeline_dir;
 use crate::engine::spec::{PipelineSpec, parse_config};
+use crate::exec::hosts::{DockerSpec, Hosts, host_specs};
 use crate::llm::LlmSpec;
 use crate::llm::prompt::Template;
 use crate::repo::Mirrors;
@@ -26,6 +27,9 @@ struct Defaults {
     /// Model settings for every LLM stage; a stage's own `llm:` overrides them field by field.
     #[serde(default)]
     llm: LlmSpec,
+    /// The Docker hosts that build images and run containers.
+    #[serde(default)]
+    docker: DockerSpec,
 }
 
 /// Where repositories come from.
@@ -58,6 +62,8 @@ pub struct Context {
     pub mirrors: Arc<Mirrors>,
     /// The pipeline's `defaults.llm`; a stage's own `llm:` goes on top.
     pub llm: LlmSpec,
+    /// The Docker hosts every stage shares (connected on first use).
+    pub docker: Arc<Hosts>,
 }
 
 impl Context {
@@ -75,12 +81,21 @@ impl Context {
         // without editing it; where repositories come from changes no result.
         let url = std::env::var("CURATE_REPOS_URL").ok().filter(|u| !u.is_empty());
         let mirrors = Arc::new(Mirrors::new(url.as_deref().unwrap_or(&defaults.repos.url), &dir, &cache));
-        Ok(Context { dir, cache, mirrors, llm: defaults.llm })
+        let hosts = host_specs(&defaults.docker)
+            .map_err(|e| SpecError::at(file, text, "defaults.docker".into(), e))?;
+        Ok(Context { dir, cache, mirrors, llm: defaults.llm, docker: Arc::new(Hosts::new(hosts)) })
     }
 
     /// What stage `id`'s build function is given.
     pub fn for_stage<'a>(&'a self, id: &'a str) -> StageContext<'a> {
-        StageContext { dir: &self.dir, id, mirrors: &self.mirrors, llm: &self.llm, cache: &self.cache }
+        StageContext {
+            dir: &self.dir,
+            id,
+            mirrors: &self.mirrors,
+            llm: &self.llm,
+            cache: &self.cache,
+            docker: &self.docker,
+        }
     }
 }
 
@@ -95,6 +110,8 @@ pub struct StageContext<'a> {
     pub llm: &'a LlmSpec,
     /// The cache directory (`cache/llm` holds recorded model answers).
     pub cache: &'a Path,
+    /// The pipeline's Docker hosts, shared by every stage.
+    pub docker: &'a Arc<Hosts>,
 }
 
 impl StageContext<'_> {

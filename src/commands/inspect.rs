@@ -59,6 +59,15 @@ pub fn status(path: &Path, sel: &Selection) -> Result<u8, Failure> {
     let holder = lock::holder(&loaded.state_dir);
     println!("state: {}", loaded.state_dir.display());
     print!("{}", report::status::render(&flow, &states, &records, holder.as_deref()));
+    let hosts = std::fs::read(loaded.state_dir.join(crate::exec::hosts::COUNTS_FILE))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Vec<crate::exec::hosts::HostCounts>>(&bytes).ok());
+    if let Some(counts) = hosts {
+        println!("\nDocker hosts (last run):");
+        for line in crate::exec::hosts::describe(&counts) {
+            println!("  {line}");
+        }
+    }
     Ok(exit::OK)
 }
 
@@ -181,9 +190,12 @@ pub fn clean(path: &Path, sel: &Selection) -> Result<u8, Failure> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    let hosts = loaded.context.docker.clone();
     let removed = runtime.block_on(async {
-        let docker = crate::exec::connect().await?;
-        crate::exec::sandbox::sweep(&docker, dir).await
+        for warning in hosts.connect_all().await? {
+            eprintln!("warning: {warning}");
+        }
+        hosts.sweep(dir).await
     });
     let removed = removed.map_err(anyhow::Error::from)?;
     for name in &removed {

@@ -45,6 +45,21 @@ fn check_local_repositories(loaded: &super::Loaded) -> Result<(), Failure> {
     )))
 }
 
+/// With several Docker hosts, what each did: printed, and kept in the state directory for
+/// `curate status` (not in the task results, which do not depend on where a run went).
+fn report_hosts(counts: &[crate::exec::hosts::HostCounts], dir: &Path) {
+    if counts.len() < 2 {
+        return;
+    }
+    eprintln!("Docker hosts:");
+    for line in crate::exec::hosts::describe(counts) {
+        eprintln!("  {line}");
+    }
+    if let Ok(json) = serde_json::to_string_pretty(counts) {
+        let _ = std::fs::write(dir.join(crate::exec::hosts::COUNTS_FILE), json + "\n");
+    }
+}
+
 pub fn run(path: &Path, opts: &RunOptions) -> Result<u8, Failure> {
     let loaded = load(path, &opts.selection)?;
     check_local_repositories(&loaded)?;
@@ -66,11 +81,14 @@ pub fn run(path: &Path, opts: &RunOptions) -> Result<u8, Failure> {
     // A pipeline that uses Docker checks the daemon once, before any work: one clear error rather
     // than a thousand errored tasks.
     crate::exec::sandbox::set_owner(dir);
-    if loaded.pipeline.stages.iter().any(|s| s.resource == Resource::Docker) {
-        let docker = runtime.block_on(crate::exec::connect()).map_err(anyhow::Error::from)?;
+    let hosts = loaded.context.docker.clone();
+    let uses_docker = loaded.pipeline.stages.iter().any(|s| s.resource == Resource::Docker);
+    if uses_docker {
+        for warning in runtime.block_on(hosts.connect_all()).map_err(anyhow::Error::from)? {
+            eprintln!("warning: {warning}");
+        }
         // What a killed run of this state left behind; the lock says no live run owns it.
-        let swept =
-            runtime.block_on(crate::exec::sandbox::sweep(&docker, dir)).map_err(anyhow::Error::from)?;
+        let swept = runtime.block_on(hosts.sweep(dir)).map_err(anyhow::Error::from)?;
         if !swept.is_empty() {
             eprintln!(
                 "removed {} container(s) an earlier run of this state left: {}",
@@ -83,6 +101,9 @@ pub fn run(path: &Path, opts: &RunOptions) -> Result<u8, Failure> {
         .block_on(scheduler::run(&flow, &store, &records, &limits, reporter.as_mut()))
         .map_err(|e| anyhow::anyhow!("{e}; results so far are saved in {}", store.path().display()))?;
     drop(runtime);
+    if uses_docker {
+        report_hosts(&hosts.counts(), dir);
+    }
 
     drop(store); // joins the writer: everything is committed
     let records = store::load(dir).map_err(anyhow::Error::from)?;

@@ -18,14 +18,23 @@ pub enum ExecError {
     Other(String),
 }
 
-fn host() -> String {
-    std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".into())
+/// The daemon `DOCKER_HOST` names, or the local socket.
+pub fn host() -> String {
+    std::env::var("DOCKER_HOST")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unix:///var/run/docker.sock".into())
 }
 
 /// Connects to the daemon named by `DOCKER_HOST` (or the local socket) and checks that it answers.
 pub async fn connect() -> Result<Docker, ExecError> {
-    let unreachable = |error: String| ExecError::Unreachable { host: host(), error };
-    let docker = Docker::connect_with_defaults().map_err(|e| unreachable(e.to_string()))?;
+    connect_to(&host()).await
+}
+
+/// Connects to the daemon at `url` (`unix://`, `tcp://`, `http://`) and checks that it answers.
+pub async fn connect_to(url: &str) -> Result<Docker, ExecError> {
+    let unreachable = |error: String| ExecError::Unreachable { host: url.to_string(), error };
+    let docker = Docker::connect_with_host(url).map_err(|e| unreachable(e.to_string()))?;
     match tokio::time::timeout(Duration::from_secs(10), docker.ping()).await {
         Ok(Ok(_)) => Ok(docker),
         Ok(Err(e)) => Err(unreachable(e.to_string())),
@@ -38,17 +47,6 @@ pub async fn image_exists(docker: &Docker, tag: &str) -> Result<bool, ExecError>
         Ok(_) => Ok(true),
         Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => Ok(false),
         Err(e) => Err(e.into()),
-    }
-}
-
-/// A connection to the daemon made on first use and shared after: stages build one when the
-/// pipeline loads (no daemon needed to check a pipeline) and connect when a task first needs it.
-#[derive(Debug, Default)]
-pub struct LazyDocker(tokio::sync::OnceCell<Docker>);
-
-impl LazyDocker {
-    pub async fn get(&self) -> Result<Docker, ExecError> {
-        self.0.get_or_try_init(connect).await.cloned()
     }
 }
 

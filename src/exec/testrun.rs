@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use bollard::Docker;
 use serde::Serialize;
 
 use super::docker::ExecError;
-use super::sandbox::{RunSpec, run};
+use super::hosts::Executor;
+use super::sandbox::RunSpec;
 use crate::repo::working_files;
 
 /// Where the repository lives in an environment image.
@@ -163,7 +163,7 @@ const TRACED: &str = "curate-trace: ";
 /// it executes: per file, its executed line numbers. A run whose plugin printed nothing (killed,
 /// timed out) traced nothing.
 pub async fn run_test_traced(
-    docker: &Docker,
+    docker: &impl Executor,
     image: &str,
     tree: &Path,
     test: (&str, &str),
@@ -176,7 +176,7 @@ pub async fn run_test_traced(
 /// One pytest run of `test` in a fresh container: under hash seed `seed`, and with the tracing
 /// plugin on `trace` (repository-relative paths) when given.
 async fn run_pytest(
-    docker: &Docker,
+    docker: &impl Executor,
     image: &str,
     tree: &Path,
     test: (&str, &str),
@@ -198,7 +198,7 @@ async fn run_pytest(
         spec.env.push(("CURATE_TRACE_FILES".into(), absolute.join(":")));
         spec.files.push((format!("{TEST_DIR}/{}.py", TRACE_PLUGIN.0), TRACE_PLUGIN.1.as_bytes().to_vec()));
     }
-    let r = run(docker, &spec).await?;
+    let r = docker.run(&spec).await?;
     let (output, wrote) = split_writes(&r.output);
     let (output, traced) = split_trace(&output);
     let verdict = if r.oom_killed && !r.timed_out {
@@ -278,7 +278,7 @@ fn split_writes(output: &str) -> (String, Vec<String>) {
 
 /// Runs `test` (a file name and its source) with pytest in `image`, against the repository `tree`.
 pub async fn run_test(
-    docker: &Docker,
+    docker: &impl Executor,
     image: &str,
     tree: &Path,
     test: (&str, &str),
@@ -290,7 +290,7 @@ pub async fn run_test(
 /// [`run_test`] with Python's hash seed set to `seed`: runs are reproducible, and repeats under
 /// other seeds show a test that depends on set or dict order.
 pub async fn run_test_seeded(
-    docker: &Docker,
+    docker: &impl Executor,
     image: &str,
     tree: &Path,
     test: (&str, &str),

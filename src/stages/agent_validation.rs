@@ -21,7 +21,7 @@ use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
-use crate::exec::docker::LazyDocker;
+use crate::exec::hosts::Hosts;
 use crate::exec::testrun::{Verdict, run_test};
 use crate::record::PullRequest;
 use crate::repo::Mirrors;
@@ -55,7 +55,7 @@ pub mod reasons {
 struct Validation {
     agent: Arc<dyn Agent>,
     mirrors: Arc<Mirrors>,
-    docker: LazyDocker,
+    docker: Arc<Hosts>,
     attempts: u32,
     timeout: Duration,
 }
@@ -69,7 +69,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     let stage = adapt(Validation {
         agent: built.agent,
         mirrors: ctx.mirrors.clone(),
-        docker: LazyDocker::default(),
+        docker: ctx.docker.clone(),
         attempts: config.attempts,
         timeout: Duration::from_secs(config.timeout_secs),
     });
@@ -117,7 +117,6 @@ fn inputs(input: &TaskInput) -> Result<Inputs, TaskError> {
 impl AsyncStage for Validation {
     async fn run(&self, input: TaskInput) -> Result<Value, TaskError> {
         let i = inputs(&input)?;
-        let docker = self.docker.get().await?;
         let mut history = Vec::new();
         let mut last = reasons::FAILED;
         for attempt in 1..=self.attempts {
@@ -130,7 +129,7 @@ impl AsyncStage for Validation {
                 last = reasons::NO_CHANGE;
                 continue;
             }
-            let run = run_test(&docker, &i.image, &copy, (&i.test_file, &i.test), self.timeout)
+            let run = run_test(&*self.docker, &i.image, &copy, (&i.test_file, &i.test), self.timeout)
                 .await
                 .map_err(|e| e.to_string())?;
             let passed = run.verdict == Verdict::Passed;

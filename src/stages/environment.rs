@@ -29,8 +29,8 @@ use crate::environment::repair::{Fix, Fixes, diagnose, first_error, repin_for_wh
 use crate::errors::ConfigError;
 use crate::exec::bootstrap::{Bootstrap, bootstrap};
 use crate::exec::build::{BuildFailure, build, build_lock, commit_layer};
-use crate::exec::docker::LazyDocker;
 use crate::exec::docker::image_exists;
+use crate::exec::hosts::Hosts;
 use crate::exec::sandbox::run;
 use crate::exec::testrun::{REPO, env_spec, tree_files};
 use crate::llm::LlmSpec;
@@ -65,7 +65,7 @@ fn default_verify_timeout() -> u64 {
 
 struct Environment {
     mirrors: Arc<Mirrors>,
-    docker: LazyDocker,
+    docker: Arc<Hosts>,
     verify_timeout: Duration,
     max_repairs: u32,
     advisor: Option<Advisor>,
@@ -93,7 +93,7 @@ pub fn build_stage(ctx: &StageContext, config: &Mapping) -> Result<StageDef, Con
     let files = config.repair_prompt.iter().map(|p| p.to_string_lossy().into_owned()).collect();
     let stage = adapt(Environment {
         mirrors: ctx.mirrors.clone(),
-        docker: LazyDocker::default(),
+        docker: ctx.docker.clone(),
         verify_timeout: Duration::from_secs(config.verify_timeout_secs),
         max_repairs: config.max_repairs,
         advisor,
@@ -301,7 +301,8 @@ impl Environment {
     /// `max_repairs` times: by rule first, then on another Python, then (when configured) as the
     /// model proposes. Every attempt is kept: what failed, the fix, the log's tail.
     async fn make(&self, pr: &PullRequest, instance: &str, meter: &Meter) -> Result<Value, TaskError> {
-        let docker = self.docker.get().await?;
+        // Images are built on the first host; test runs bring them to the others.
+        let docker = self.docker.home().await?;
         let p = self.prepare(pr).await?;
         let suites = suites_by_date(p.project.requires_python.as_deref(), &p.pin);
         let mut tried_suites: Vec<&str> = Vec::new();

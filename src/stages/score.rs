@@ -16,8 +16,8 @@ use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::environment::rebuild::{self, ExportedEnvironment};
 use crate::errors::ConfigError;
-use crate::exec::docker::LazyDocker;
 use crate::exec::docker::image_exists;
+use crate::exec::hosts::Hosts;
 use crate::exec::testrun::{Verdict, run_test};
 use crate::repo::Mirrors;
 use crate::repo::workspace::{apply_patch, history_free_copy};
@@ -37,7 +37,7 @@ fn default_timeout() -> u64 {
 
 struct Score {
     mirrors: Arc<Mirrors>,
-    docker: LazyDocker,
+    docker: Arc<Hosts>,
     timeout: Duration,
 }
 
@@ -45,7 +45,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     let config: Config = parse_config(config)?;
     let stage = adapt(Score {
         mirrors: ctx.mirrors.clone(),
-        docker: LazyDocker::default(),
+        docker: ctx.docker.clone(),
         timeout: Duration::from_secs(config.timeout_secs),
     });
     Ok(StageDef {
@@ -127,10 +127,11 @@ impl AsyncStage for Score {
                 }));
             }
         } else {
-            let docker = self.docker.get().await?;
-            self.ensure_image(&docker, &pr, bench, &image, work.path()).await?;
+            // Rebuilt on the first host; the runs bring it to the others.
+            let home = self.docker.home().await?;
+            self.ensure_image(&home, &pr, bench, &image, work.path()).await?;
             for t in &tests {
-                let run = run_test(&docker, &image, &copy, (&t.file, &t.code), self.timeout)
+                let run = run_test(&*self.docker, &image, &copy, (&t.file, &t.code), self.timeout)
                     .await
                     .map_err(|e| e.to_string())?;
                 let ok = run.verdict == Verdict::Passed;
@@ -178,7 +179,7 @@ mod tests {
         let url = format!("{}/{{repo}}.git", dir.display());
         Score {
             mirrors: Arc::new(Mirrors::new(&url, dir, &dir.join("cache"))),
-            docker: LazyDocker::default(),
+            docker: Arc::new(Hosts::local()),
             timeout: Duration::from_secs(5),
         }
     }

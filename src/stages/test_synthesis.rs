@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bollard::Docker;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use serde_yaml::Mapping;
@@ -24,7 +23,7 @@ use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
-use crate::exec::docker::LazyDocker;
+use crate::exec::hosts::Hosts;
 use crate::exec::testrun::{TestRun, Verdict, run_test_seeded, run_test_traced};
 use crate::llm::client::Llm;
 use crate::llm::prompt::Template;
@@ -106,7 +105,7 @@ struct Synthesis {
     prompt: Template,
     feedback: Template,
     mirrors: Arc<Mirrors>,
-    docker: LazyDocker,
+    docker: Arc<Hosts>,
     max_attempts: u32,
     repeats: u32,
     timeout: Duration,
@@ -131,7 +130,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         prompt,
         feedback,
         mirrors: ctx.mirrors.clone(),
-        docker: LazyDocker::default(),
+        docker: ctx.docker.clone(),
         max_attempts: config.max_attempts,
         repeats: config.repeats,
         timeout: Duration::from_secs(config.timeout_secs),
@@ -338,7 +337,7 @@ impl Synthesis {
     /// Runs the test on both sides at once, under Python hash seed `seed`.
     async fn both(
         &self,
-        docker: &Docker,
+        docker: &Hosts,
         image: &str,
         trees: Trees<'_>,
         test: (&str, &str),
@@ -383,7 +382,7 @@ impl Synthesis {
         .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))??;
 
         // Docker only once the data is known to be whole: a missing commit needs no daemon to say so.
-        let docker = self.docker.get().await?;
+        let docker = &*self.docker;
         let file = test_file_name(&input.item.id);
         let mut messages = self.first_messages(&i, &fix_diff, &test_imports);
         let mut history = Vec::new();
@@ -411,7 +410,7 @@ impl Synthesis {
                 last = miss.reason;
                 continue;
             }
-            let (reviewed, after) = self.both(&docker, &i.image, trees, (&file, &code), 0).await?;
+            let (reviewed, after) = self.both(docker, &i.image, trees, (&file, &code), 0).await?;
             let mut record = json!({
                 "attempt": attempt,
                 "code": code,
@@ -420,13 +419,13 @@ impl Synthesis {
             });
             let judged = match judge(&reviewed, &after, &i.packages) {
                 Ok(()) => {
-                    self.repeat(&docker, &i.image, trees, (&file, &code), &reviewed, &mut record).await?
+                    self.repeat(docker, &i.image, trees, (&file, &code), &reviewed, &mut record).await?
                 }
                 Err(miss) => Err(miss),
             };
             let judged = match (judged, &i.attribution) {
                 (Ok(()), Some(attribution)) => {
-                    self.relevance(&docker, &i, attribution, trees, (&file, &code), &mut record).await?
+                    self.relevance(docker, &i, attribution, trees, (&file, &code), &mut record).await?
                 }
                 (judged, _) => judged,
             };
@@ -496,7 +495,7 @@ impl Synthesis {
     /// to. The evidence goes into the attempt's record.
     async fn relevance(
         &self,
-        docker: &Docker,
+        docker: &Hosts,
         i: &Inputs,
         attribution: &contract::Attribution,
         trees: Trees<'_>,
@@ -565,7 +564,7 @@ impl Synthesis {
     /// the first run's verdicts.
     async fn repeat(
         &self,
-        docker: &Docker,
+        docker: &Hosts,
         image: &str,
         trees: Trees<'_>,
         test: (&str, &str),
@@ -626,7 +625,7 @@ mod tests {
             prompt: template("[user]\n{{comment}}", &PLACEHOLDERS),
             feedback: template("[user]\n{{problem}}", &FEEDBACK_PLACEHOLDERS),
             mirrors: Arc::new(Mirrors::new(&url, dir.path(), &dir.path().join("cache"))),
-            docker: LazyDocker::default(),
+            docker: Arc::new(Hosts::local()),
             max_attempts: 1,
             repeats: 1,
             timeout: Duration::from_secs(5),

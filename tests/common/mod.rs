@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod dockerd;
 pub mod durations;
 pub mod openai;
 

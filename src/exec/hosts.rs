@@ -1,0 +1,429 @@
+//! Several Docker hosts behind one executor. Images are built on the first host (the home); a
+//! container run goes to the host with a free run slot that already holds its image, else to the
+//! least busy one, which first gets the image streamed from a host that has it (export and import
+//! through the API: no registry needed). A host that stops answering is marked down for the rest
+//! of the run, and a run it cut off starts again on another host; nothing the run has finished
+//! depends on where it ran, so the results are the same on one host or many.
+//!
+//! The hosts come from `defaults.docker.hosts` in the pipeline, or `CURATE_DOCKER_HOSTS`
+//! (`URL[=RUNS],…`), or else `DOCKER_HOST` / the local socket as the one host.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bollard::Docker;
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{Notify, OnceCell, OwnedSemaphorePermit, Semaphore};
+
+use super::docker::{ExecError, image_exists};
+use super::sandbox::{self, RunResult, RunSpec};
+
+/// Runs a container; what test runs are given, so one host or many (or, later, another kind of
+/// executor) serve alike.
+pub trait Executor: Send + Sync {
+    fn run(&self, spec: &RunSpec) -> impl Future<Output = Result<RunResult, ExecError>> + Send;
+}
+
+impl Executor for Docker {
+    async fn run(&self, spec: &RunSpec) -> Result<RunResult, ExecError> {
+        sandbox::run(self, spec).await
+    }
+}
+
+/// `defaults.docker` as written in the pipeline.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DockerSpec {
+    /// The daemons to use, the first one building the images; none: `CURATE_DOCKER_HOSTS`, else
+    /// `DOCKER_HOST` or the local socket.
+    #[serde(default)]
+    pub hosts: Vec<HostSpec>,
+}
+
+/// One daemon.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HostSpec {
+    /// `unix:///path/docker.sock`, `tcp://host:port` or `http://host:port`.
+    pub url: String,
+    /// Container runs at once on this host (default 2).
+    #[serde(default = "default_runs")]
+    pub runs: usize,
+}
+
+fn default_runs() -> usize {
+    2
+}
+
+/// The hosts of `spec`, or of `CURATE_DOCKER_HOSTS` (`URL[=RUNS]`, comma-separated), or the one
+/// host of `DOCKER_HOST`.
+pub fn host_specs(spec: &DockerSpec) -> Result<Vec<HostSpec>, String> {
+    let from_env = std::env::var("CURATE_DOCKER_HOSTS").ok().filter(|v| !v.trim().is_empty());
+    let hosts = match (&from_env, spec.hosts.is_empty()) {
+        (Some(list), _) => parse_host_list(list)?,
+        (None, false) => spec.hosts.clone(),
+        (None, true) => vec![HostSpec { url: super::docker::host(), runs: usize::MAX >> 1 }],
+    };
+    for h in &hosts {
+        if h.runs == 0 {
+            return Err(format!("host {}: `runs` must be at least 1", h.url));
+        }
+        if !["unix://", "tcp://", "http://"].iter().any(|s| h.url.starts_with(s)) {
+            return Err(format!("host {}: the URL must start with unix://, tcp:// or http://", h.url));
+        }
+    }
+    Ok(hosts)
+}
+
+fn parse_host_list(list: &str) -> Result<Vec<HostSpec>, String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|entry| match entry.rsplit_once('=') {
+            Some((url, runs)) => runs.parse().map(|runs| HostSpec { url: url.into(), runs }).map_err(|_| {
+                format!("CURATE_DOCKER_HOSTS: `{entry}`: the run count after `=` is not a number")
+            }),
+            None => Ok(HostSpec { url: entry.into(), runs: default_runs() }),
+        })
+        .collect()
+}
+
+/// Where `curate run` keeps the last run's [`HostCounts`] in the state directory.
+pub const COUNTS_FILE: &str = "hosts.json";
+
+/// One line per host: its slots, runs, images streamed to it, and whether it went down.
+pub fn describe(counts: &[HostCounts]) -> Vec<String> {
+    counts
+        .iter()
+        .map(|c| {
+            let mut line = format!(
+                "{}: {} slot(s), {} run(s), {} image(s) streamed in ({:.1} s)",
+                c.url, c.slots, c.runs, c.transfers, c.transfer_secs
+            );
+            if c.lost > 0 {
+                line.push_str(&format!(", {} run(s) cut off and run again elsewhere", c.lost));
+            }
+            if let Some(why) = &c.down {
+                line.push_str(&format!("; DOWN: {why}"));
+            }
+            line
+        })
+        .collect()
+}
+
+/// What one host did in a run: for `curate status` and the end of `curate run`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct HostCounts {
+    pub url: String,
+    /// Run slots.
+    pub slots: usize,
+    /// Container runs finished here.
+    pub runs: u64,
+    /// Runs cut off by this host failing, and started again elsewhere.
+    pub lost: u64,
+    /// Images streamed to this host, and the seconds that took.
+    pub transfers: u64,
+    pub transfer_secs: f64,
+    /// Why the host was marked down, if it was.
+    pub down: Option<String>,
+}
+
+struct Host {
+    url: String,
+    docker: OnceCell<Docker>,
+    runs: Arc<Semaphore>,
+    down: AtomicBool,
+    /// Images known to be here.
+    images: Mutex<HashSet<String>>,
+    /// One transfer of an image to this host at a time; later askers wait for it.
+    transfers: tokio::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    counts: Mutex<HostCounts>,
+}
+
+impl Host {
+    async fn docker(&self) -> Result<Docker, ExecError> {
+        self.docker.get_or_try_init(|| super::docker::connect_to(&self.url)).await.cloned()
+    }
+
+    fn holds(&self, image: &str) -> bool {
+        self.images.lock().is_ok_and(|i| i.contains(image))
+    }
+
+    fn note_image(&self, image: &str) {
+        if let Ok(mut i) = self.images.lock() {
+            i.insert(image.to_string());
+        }
+    }
+
+    fn count(&self, f: impl FnOnce(&mut HostCounts)) {
+        if let Ok(mut c) = self.counts.lock() {
+            f(&mut c);
+        }
+    }
+
+    /// Whether the daemon answers a ping within a few seconds.
+    async fn answers(&self) -> bool {
+        let Some(docker) = self.docker.get() else { return false };
+        matches!(tokio::time::timeout(Duration::from_secs(5), docker.ping()).await, Ok(Ok(_)))
+    }
+}
+
+/// The Docker hosts of one pipeline, shared by its stages.
+pub struct Hosts {
+    hosts: Vec<Host>,
+    /// Woken when a run slot frees or a host goes down.
+    changed: Notify,
+}
+
+/// A run slot on a host; the waiting runs are told when it frees.
+struct Slot<'a> {
+    _permit: OwnedSemaphorePermit,
+    hosts: &'a Hosts,
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.hosts.changed.notify_waiters();
+    }
+}
+
+impl Hosts {
+    pub fn new(specs: Vec<HostSpec>) -> Hosts {
+        let hosts = specs
+            .into_iter()
+            .map(|s| Host {
+                counts: Mutex::new(HostCounts { url: s.url.clone(), slots: s.runs, ..HostCounts::default() }),
+                url: s.url,
+                docker: OnceCell::new(),
+                runs: Arc::new(Semaphore::new(s.runs.min(Semaphore::MAX_PERMITS))),
+                down: AtomicBool::new(false),
+                images: Mutex::new(HashSet::new()),
+                transfers: tokio::sync::Mutex::new(HashMap::new()),
+            })
+            .collect();
+        Hosts { hosts, changed: Notify::new() }
+    }
+
+    /// The one host of `DOCKER_HOST` or the local socket.
+    pub fn local() -> Hosts {
+        Hosts::new(host_specs(&DockerSpec::default()).unwrap_or_default())
+    }
+
+    /// The first host, which builds images: connected on first use.
+    pub async fn home(&self) -> Result<Docker, ExecError> {
+        let home =
+            self.hosts.first().ok_or_else(|| ExecError::Other("no Docker host is configured".into()))?;
+        home.docker().await
+    }
+
+    /// Connects to every host: the home must answer; another that does not is marked down, and
+    /// named in the returned warnings.
+    pub async fn connect_all(&self) -> Result<Vec<String>, ExecError> {
+        self.home().await?;
+        let mut warnings = Vec::new();
+        for (i, host) in self.hosts.iter().enumerate().skip(1) {
+            if let Err(e) = host.docker().await {
+                self.mark_down(i, &e.to_string());
+                warnings.push(format!("Docker host {} is left out: {e}", host.url));
+            }
+        }
+        Ok(warnings)
+    }
+
+    /// Removes the containers a killed run of `state_dir` left on every host that answers.
+    pub async fn sweep(&self, state_dir: &Path) -> Result<Vec<String>, ExecError> {
+        let mut removed = Vec::new();
+        for host in self.hosts.iter().filter(|h| !h.down.load(Ordering::SeqCst)) {
+            let Ok(docker) = host.docker().await else { continue };
+            removed.extend(sandbox::sweep(&docker, state_dir).await?);
+        }
+        Ok(removed)
+    }
+
+    pub fn counts(&self) -> Vec<HostCounts> {
+        self.hosts.iter().filter_map(|h| h.counts.lock().ok().map(|c| c.clone())).collect()
+    }
+
+    fn up(&self) -> impl Iterator<Item = (usize, &Host)> {
+        self.hosts.iter().enumerate().filter(|(_, h)| !h.down.load(Ordering::SeqCst))
+    }
+
+    fn mark_down(&self, i: usize, why: &str) {
+        let host = &self.hosts[i];
+        if !host.down.swap(true, Ordering::SeqCst) {
+            eprintln!("Docker host {} stopped answering ({why}); its runs go to the other hosts", host.url);
+            host.count(|c| c.down = Some(why.to_string()));
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// A run slot for `image`: on an up host that holds it if one has a free slot, else on the up
+    /// host with the most free slots; waits while every slot is taken.
+    async fn place(&self, image: &str) -> Result<(usize, Slot<'_>), ExecError> {
+        loop {
+            let changed = self.changed.notified();
+            let mut order: Vec<(usize, &Host)> = self.up().collect();
+            if order.is_empty() {
+                return Err(ExecError::Unreachable {
+                    host: self.hosts.iter().map(|h| h.url.as_str()).collect::<Vec<_>>().join(", "),
+                    error: "every Docker host is down".into(),
+                });
+            }
+            order.sort_by_key(|(i, h)| (!h.holds(image), std::cmp::Reverse(h.runs.available_permits()), *i));
+            for (i, host) in order {
+                if let Ok(permit) = host.runs.clone().try_acquire_owned() {
+                    return Ok((i, Slot { _permit: permit, hosts: self }));
+                }
+            }
+            changed.await;
+        }
+    }
+
+    /// Makes sure host `i` holds `image`, streaming it from another host that does if needed.
+    async fn ensure_image(&self, i: usize, docker: &Docker, image: &str) -> Result<(), ExecError> {
+        let host = &self.hosts[i];
+        if host.holds(image) {
+            return Ok(());
+        }
+        let lock = host.transfers.lock().await.entry(image.to_string()).or_default().clone();
+        let _one_at_a_time = lock.lock().await;
+        if host.holds(image) {
+            return Ok(());
+        }
+        if image_exists(docker, image).await? {
+            host.note_image(image);
+            return Ok(());
+        }
+        for (j, source) in self.up().filter(|(j, _)| *j != i) {
+            let Ok(from) = source.docker().await else { continue };
+            if !image_exists(&from, image).await.unwrap_or(false) {
+                continue;
+            }
+            source.note_image(image);
+            let t0 = Instant::now();
+            stream_image(&from, docker, image).await.map_err(|e| {
+                ExecError::Other(format!("streaming {image} from {} to {}: {e}", self.hosts[j].url, host.url))
+            })?;
+            host.note_image(image);
+            host.count(|c| {
+                c.transfers += 1;
+                c.transfer_secs += t0.elapsed().as_secs_f64();
+            });
+            return Ok(());
+        }
+        Err(ExecError::MissingImage(image.to_string()))
+    }
+}
+
+/// Copies `image` from one daemon to another: its `docker save` tarball fed to `docker load` as it
+/// is read, never whole in memory.
+async fn stream_image(from: &Docker, to: &Docker, image: &str) -> Result<(), ExecError> {
+    let tarball = from.export_image(image);
+    let options = bollard::query_parameters::ImportImageOptionsBuilder::default().quiet(true).build();
+    let mut loading = to.import_image_stream(options, tarball, None);
+    while let Some(step) = loading.next().await {
+        step?;
+    }
+    if image_exists(to, image).await? {
+        Ok(())
+    } else {
+        Err(ExecError::Other(format!("the daemon loaded the stream but has no {image}")))
+    }
+}
+
+impl Executor for Hosts {
+    /// Runs `spec` on a placed host. A failure on a host that then does not answer a ping, while
+    /// another host is up, marks it down and starts the run again elsewhere; any other failure is
+    /// the run's.
+    async fn run(&self, spec: &RunSpec) -> Result<RunResult, ExecError> {
+        loop {
+            let (i, slot) = self.place(&spec.image).await?;
+            let host = &self.hosts[i];
+            let outcome = async {
+                let docker = host.docker().await?;
+                self.ensure_image(i, &docker, &spec.image).await?;
+                sandbox::run(&docker, spec).await
+            }
+            .await;
+            drop(slot);
+            let error = match outcome {
+                Ok(result) => {
+                    host.count(|c| c.runs += 1);
+                    return Ok(result);
+                }
+                Err(e) => e,
+            };
+            let others_up = self.up().any(|(j, _)| j != i);
+            if !others_up || host.answers().await {
+                return Err(error);
+            }
+            host.count(|c| c.lost += 1);
+            self.mark_down(i, &error.to_string());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_come_from_the_environment_list_with_their_run_counts() {
+        let hosts = parse_host_list("unix:///a.sock=3, tcp://10.0.0.5:2375").unwrap();
+        assert_eq!(hosts[0], HostSpec { url: "unix:///a.sock".into(), runs: 3 });
+        assert_eq!(hosts[1], HostSpec { url: "tcp://10.0.0.5:2375".into(), runs: 2 });
+        assert!(parse_host_list("unix:///a.sock=many").unwrap_err().contains("not a number"));
+    }
+
+    fn two(runs: usize) -> Hosts {
+        Hosts::new(vec![
+            HostSpec { url: "unix:///a.sock".into(), runs },
+            HostSpec { url: "unix:///b.sock".into(), runs },
+        ])
+    }
+
+    #[tokio::test]
+    async fn a_run_goes_where_its_image_is_while_that_host_has_room_then_to_the_freest() {
+        let hosts = two(2);
+        hosts.hosts[1].note_image("img");
+        let (first, _a) = hosts.place("img").await.unwrap();
+        let (second, _b) = hosts.place("img").await.unwrap();
+        assert_eq!((first, second), (1, 1), "both slots of the host that holds the image");
+        let (third, _c) = hosts.place("img").await.unwrap();
+        assert_eq!(third, 0, "then the other host");
+        let (other, _d) = hosts.place("another").await.unwrap();
+        assert_eq!(other, 0);
+        // Every slot taken: a fifth run waits for one to free.
+        let waiting = hosts.place("img");
+        tokio::pin!(waiting);
+        assert!(tokio::time::timeout(Duration::from_millis(50), &mut waiting).await.is_err());
+        drop(_a);
+        let (freed, _e) = tokio::time::timeout(Duration::from_secs(1), waiting).await.unwrap().unwrap();
+        assert_eq!(freed, 1);
+    }
+
+    #[tokio::test]
+    async fn a_host_marked_down_gets_no_runs_and_with_none_up_a_run_errors() {
+        let hosts = two(1);
+        hosts.hosts[0].note_image("img");
+        hosts.mark_down(0, "gone");
+        let (i, slot) = hosts.place("img").await.unwrap();
+        assert_eq!(i, 1);
+        drop(slot);
+        hosts.mark_down(1, "gone too");
+        let err = hosts.place("img").await.err().unwrap().to_string();
+        assert!(err.contains("every Docker host is down"), "{err}");
+        assert_eq!(hosts.counts()[0].down.as_deref(), Some("gone"));
+    }
+
+    #[test]
+    fn a_host_needs_a_known_scheme_and_a_slot() {
+        let spec = |url: &str, runs| DockerSpec { hosts: vec![HostSpec { url: url.into(), runs }] };
+        assert!(host_specs(&spec("ssh://box", 1)).unwrap_err().contains("must start with"));
+        assert!(host_specs(&spec("unix:///x.sock", 0)).unwrap_err().contains("at least 1"));
+    }
+}

@@ -1,0 +1,132 @@
+//! A second Docker daemon on this machine, started by a test and gone when it is dropped: its own
+//! socket, data root and exec root under a temporary directory, no bridge network and no iptables
+//! rules (sandboxed runs use none), and an empty config file so the system's daemon.json (which
+//! sets the data root) does not clash with the flags. Debian's `docker.io` provides `dockerd`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct SecondDaemon {
+    dir: PathBuf,
+    child: Option<Child>,
+    /// `unix:///…/docker.sock`
+    pub url: String,
+}
+
+impl SecondDaemon {
+    /// Starts a daemon and waits until it answers; `None` with the reason when this machine cannot.
+    pub fn start() -> Result<SecondDaemon, String> {
+        let dockerd =
+            Command::new("sh").args(["-c", "command -v dockerd"]).output().map_err(|e| e.to_string())?;
+        if !dockerd.status.success() {
+            return Err("no dockerd on this machine".into());
+        }
+        // Short: a unix socket's path has a length limit.
+        let dir = PathBuf::from(format!("/tmp/cd2-{}-{}", std::process::id(), rand_suffix()));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        std::fs::write(dir.join("config.json"), "{}").map_err(|e| e.to_string())?;
+        let socket = dir.join("docker.sock");
+        let log = std::fs::File::create(dir.join("dockerd.log")).map_err(|e| e.to_string())?;
+        let child = Command::new("dockerd")
+            .arg("--config-file")
+            .arg(dir.join("config.json"))
+            .arg("--host")
+            .arg(format!("unix://{}", socket.display()))
+            .arg("--data-root")
+            .arg(dir.join("data"))
+            .arg("--exec-root")
+            .arg(dir.join("exec"))
+            .arg("--pidfile")
+            .arg(dir.join("pid"))
+            .args([
+                "--bridge",
+                "none",
+                "--iptables=false",
+                "--ip-masq=false",
+                "--storage-driver",
+                "fuse-overlayfs",
+            ])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("cannot start dockerd: {e}"))?;
+        let url = format!("unix://{}", socket.display());
+        let mut daemon = SecondDaemon { dir, child: Some(child), url };
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(60) {
+            if daemon.docker(&["version", "--format", "{{.Server.Version}}"]).is_ok() {
+                return Ok(daemon);
+            }
+            if let Some(Ok(Some(status))) = daemon.child.as_mut().map(|c| c.try_wait()) {
+                let log = std::fs::read_to_string(daemon.dir.join("dockerd.log")).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(5).collect();
+                return Err(format!("dockerd exited ({status}): {}", tail.join(" | ")));
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        Err("dockerd did not answer within 60 s".into())
+    }
+
+    /// The `docker` command line against this daemon; its stdout, or why it failed.
+    pub fn docker(&self, args: &[&str]) -> Result<String, String> {
+        let out =
+            Command::new("docker").arg("-H").arg(&self.url).args(args).output().map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+
+    /// Kills the daemon at once (SIGKILL), as a host that dies would go; its containers go too.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        kill_under(&self.dir);
+    }
+}
+
+impl Drop for SecondDaemon {
+    fn drop(&mut self) {
+        self.kill();
+        unmount_under(&self.dir);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn rand_suffix() -> u32 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos())
+}
+
+/// Kills every process whose command line names `dir`: the daemon's containerd, its shims and
+/// their containers' storage helpers.
+fn kill_under(dir: &Path) {
+    let needle = dir.to_string_lossy().into_owned();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return };
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|p| p.parse::<i32>().ok()) else { continue };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(&needle) {
+            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+        }
+    }
+}
+
+/// Lazily unmounts what the daemon mounted under `dir`, deepest first.
+fn unmount_under(dir: &Path) {
+    let needle = dir.to_string_lossy().into_owned();
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let mut points: Vec<&str> = mounts
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .filter(|p| p.starts_with(&needle))
+        .collect();
+    points.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    for p in points {
+        let _ = Command::new("umount").args(["-l", p]).status();
+    }
+}

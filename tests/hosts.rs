@@ -1,0 +1,130 @@
+//! The main job over two Docker daemons: this machine's and a second one the test starts
+//! (tests/common/dockerd.rs). Images are built on the first and streamed to the second when a run
+//! is placed there; the report must be the one-daemon report byte for byte, also when the second
+//! daemon is killed in the middle of the run.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::dockerd::SecondDaemon;
+use common::{curate_cmd, docker_or_skip, root, stderr, stdout};
+use curate::exec::hosts::HostCounts;
+
+const NOWHERE: &str = "http://127.0.0.1:9/v1";
+const LOCAL: &str = "unix:///var/run/docker.sock";
+
+fn second_daemon() -> Option<SecondDaemon> {
+    match SecondDaemon::start() {
+        Ok(d) => Some(d),
+        Err(why) if std::env::var("CURATE_REQUIRE_DOCKER").as_deref() == Ok("1") => {
+            panic!("CURATE_REQUIRE_DOCKER=1 but a second Docker daemon cannot start: {why}")
+        }
+        Err(why) => {
+            eprintln!("SKIPPED: a second Docker daemon cannot start here: {why}");
+            None
+        }
+    }
+}
+
+fn build_sample() {
+    let built = Command::new("python3")
+        .args(["sample/build.py", "--out", "cache/mirrors"])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+}
+
+fn run_command(state: &str, hosts: &str) -> Command {
+    let mut cmd = curate_cmd(
+        &root(),
+        &[
+            "run",
+            "pipelines/ccrab.yaml",
+            "--state",
+            state,
+            "--concurrency",
+            "docker=2",
+            "--progress",
+            "plain",
+        ],
+    );
+    cmd.env("CURATE_LLM_CACHE", "replay").env("OPENAI_BASE_URL", NOWHERE).env("CURATE_DOCKER_HOSTS", hosts);
+    cmd
+}
+
+fn report(state: &str) -> String {
+    let out = curate_cmd(&root(), &["report", "pipelines/ccrab.yaml", "--state", state]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    stdout(&out)
+}
+
+fn host_counts(state: &str) -> Vec<HostCounts> {
+    let path = std::path::Path::new(state).join("hosts.json");
+    serde_json::from_slice(&std::fs::read(&path).expect("hosts.json")).unwrap()
+}
+
+#[test]
+fn the_sample_curated_over_two_daemons_reports_what_one_daemon_does() {
+    if !docker_or_skip("the two-daemon test") {
+        return;
+    }
+    let Some(second) = second_daemon() else { return };
+    build_sample();
+    let expected = std::fs::read_to_string(root().join("docs/sample-report.md")).unwrap();
+
+    // One slot on each: the two sides of every test run go to both daemons at once.
+    let hosts = format!("{LOCAL}=1,{}=1", second.url);
+    let state = tempfile::tempdir().unwrap();
+    let state = state.path().to_str().unwrap();
+    let out = run_command(state, &hosts).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(report(state), expected, "two daemons differ from one (docs/sample-report.md)");
+    let counts = host_counts(state);
+    assert_eq!(counts.len(), 2);
+    assert!(counts[1].runs > 0 && counts[1].transfers > 0, "the second daemon worked: {counts:?}");
+    assert!(counts.iter().all(|c| c.down.is_none()), "{counts:?}");
+    let images = second.docker(&["images", "--format", "{{.Repository}}"]).unwrap();
+    assert!(images.contains("curate-deps/"), "the PR images were streamed in: {images}");
+    let status = curate_cmd(&root(), &["status", "pipelines/ccrab.yaml", "--state", state]).output().unwrap();
+    assert!(stdout(&status).contains(&format!("{}: 1 slot(s)", second.url)), "{}", stdout(&status));
+}
+
+#[test]
+fn a_daemon_killed_in_the_middle_of_the_run_loses_nothing() {
+    if !docker_or_skip("the daemon-loss test") {
+        return;
+    }
+    let Some(mut second) = second_daemon() else { return };
+    build_sample();
+    let expected = std::fs::read_to_string(root().join("docs/sample-report.md")).unwrap();
+
+    let hosts = format!("{LOCAL}=1,{}=1", second.url);
+    let state = tempfile::tempdir().unwrap();
+    let state = state.path().to_str().unwrap();
+    let mut child = run_command(state, &hosts).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    // Kill the second daemon while it runs a test.
+    let t0 = Instant::now();
+    let mut killed = false;
+    while t0.elapsed() < Duration::from_secs(600) && child.try_wait().unwrap().is_none() {
+        let running =
+            second.docker(&["ps", "-q", "--filter", "label=dev.curate.sandbox"]).unwrap_or_default();
+        if !running.trim().is_empty() {
+            second.kill();
+            killed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(killed, "the second daemon never ran a test");
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("stopped answering"), "{err}");
+    assert_eq!(report(state), expected, "a lost daemon changed the result");
+    let counts = host_counts(state);
+    assert!(counts[1].down.is_some() && counts[1].lost >= 1, "{counts:?}");
+    assert!(counts[0].runs > 0, "{counts:?}");
+}
