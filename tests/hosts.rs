@@ -1,6 +1,7 @@
 //! The main job over two Docker daemons: this machine's and a second one the test starts
-//! (tests/common/dockerd.rs). Images are built on the first and streamed to the second when a run
-//! is placed there; the report must be the one-daemon report byte for byte, also when the second
+//! (tests/common/dockerd.rs). Images are built on the first and go to the second when a run is
+//! placed there, through a registry the test starts (tests/common/registry.rs) or streamed from
+//! daemon to daemon; the report must be the one-daemon report byte for byte, also when the second
 //! daemon is killed in the middle of the run.
 
 mod common;
@@ -9,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::dockerd::SecondDaemon;
+use common::registry::Registry;
 use common::{curate_cmd, docker_or_skip, root, stderr, stdout};
 use curate::exec::hosts::HostCounts;
 
@@ -35,6 +37,19 @@ fn build_sample() {
         .output()
         .unwrap();
     assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+}
+
+fn registry() -> Option<Registry> {
+    match Registry::start() {
+        Ok(r) => Some(r),
+        Err(why) if std::env::var("CURATE_REQUIRE_DOCKER").as_deref() == Ok("1") => {
+            panic!("CURATE_REQUIRE_DOCKER=1 but a registry cannot start: {why}")
+        }
+        Err(why) => {
+            eprintln!("SKIPPED: a registry cannot start here: {why}");
+            None
+        }
+    }
 }
 
 fn run_command(state: &str, hosts: &str) -> Command {
@@ -67,11 +82,12 @@ fn host_counts(state: &str) -> Vec<HostCounts> {
 }
 
 #[test]
-fn the_sample_curated_over_two_daemons_reports_what_one_daemon_does() {
+fn the_sample_curated_over_two_daemons_through_a_registry_reports_what_one_daemon_does() {
     if !docker_or_skip("the two-daemon test") {
         return;
     }
     let Some(second) = second_daemon() else { return };
+    let Some(registry) = registry() else { return };
     build_sample();
     let expected = std::fs::read_to_string(root().join("docs/sample-report.md")).unwrap();
 
@@ -79,15 +95,20 @@ fn the_sample_curated_over_two_daemons_reports_what_one_daemon_does() {
     let hosts = format!("{LOCAL}=1,{}=1", second.url);
     let state = tempfile::tempdir().unwrap();
     let state = state.path().to_str().unwrap();
-    let out = run_command(state, &hosts).output().unwrap();
+    let out = run_command(state, &hosts).env("CURATE_DOCKER_REGISTRY", &registry.address).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(report(state), expected, "two daemons differ from one (docs/sample-report.md)");
+    assert!(
+        registry.catalog().contains("curate-deps/"),
+        "pushed through the registry: {}",
+        registry.catalog()
+    );
     let counts = host_counts(state);
     assert_eq!(counts.len(), 2);
     assert!(counts[1].runs > 0 && counts[1].transfers > 0, "the second daemon worked: {counts:?}");
     assert!(counts.iter().all(|c| c.down.is_none()), "{counts:?}");
     let images = second.docker(&["images", "--format", "{{.Repository}}"]).unwrap();
-    assert!(images.contains("curate-deps/"), "the PR images were streamed in: {images}");
+    assert!(images.contains("curate-deps/"), "the PR images were pulled: {images}");
     let status = curate_cmd(&root(), &["status", "pipelines/ccrab.yaml", "--state", state]).output().unwrap();
     assert!(stdout(&status).contains(&format!("{}: 1 slot(s)", second.url)), "{}", stdout(&status));
 }
@@ -126,5 +147,6 @@ fn a_daemon_killed_in_the_middle_of_the_run_loses_nothing() {
     assert_eq!(report(state), expected, "a lost daemon changed the result");
     let counts = host_counts(state);
     assert!(counts[1].down.is_some() && counts[1].lost >= 1, "{counts:?}");
+    assert!(counts[1].transfers >= 1, "the image was streamed to the second daemon first: {counts:?}");
     assert!(counts[0].runs > 0, "{counts:?}");
 }

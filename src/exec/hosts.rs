@@ -1,12 +1,14 @@
 //! Several Docker hosts behind one executor. Images are built on the first host (the home); a
 //! container run goes to the host with a free run slot that already holds its image, else to the
-//! least busy one, which first gets the image streamed from a host that has it (export and import
-//! through the API: no registry needed). A host that stops answering is marked down for the rest
+//! least busy one, which first gets the image from a host that has it: through the registry the
+//! pipeline names (pushed once, pulled by each host that needs it), or else streamed from daemon to
+//! daemon (export and import through the API). A host that stops answering is marked down for the rest
 //! of the run, and a run it cut off starts again on another host; nothing the run has finished
 //! depends on where it ran, so the results are the same on one host or many.
 //!
 //! The hosts come from `defaults.docker.hosts` in the pipeline, or `CURATE_DOCKER_HOSTS`
-//! (`URL[=RUNS],…`), or else `DOCKER_HOST` / the local socket as the one host.
+//! (`URL[=RUNS],…`), or else `DOCKER_HOST` / the local socket as the one host; the registry from
+//! `defaults.docker.registry` or `CURATE_DOCKER_REGISTRY` (`host:port`).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -42,6 +44,9 @@ pub struct DockerSpec {
     /// `DOCKER_HOST` or the local socket.
     #[serde(default)]
     pub hosts: Vec<HostSpec>,
+    /// A registry (`host:port`) through which images go to the hosts that lack them; none: they
+    /// are streamed from daemon to daemon.
+    pub registry: Option<String>,
 }
 
 /// One daemon.
@@ -115,6 +120,15 @@ pub fn describe(counts: &[HostCounts]) -> Vec<String> {
         .collect()
 }
 
+/// The registry of `spec`, or of `CURATE_DOCKER_REGISTRY`.
+pub fn registry(spec: &DockerSpec) -> Option<String> {
+    std::env::var("CURATE_DOCKER_REGISTRY")
+        .ok()
+        .filter(|r| !r.trim().is_empty())
+        .or_else(|| spec.registry.clone())
+        .map(|r| r.trim().trim_end_matches('/').to_string())
+}
+
 /// What one host did in a run: for `curate status` and the end of `curate run`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct HostCounts {
@@ -125,7 +139,7 @@ pub struct HostCounts {
     pub runs: u64,
     /// Runs cut off by this host failing, and started again elsewhere.
     pub lost: u64,
-    /// Images streamed to this host, and the seconds that took.
+    /// Images brought to this host (streamed, or pulled from the registry), and the seconds that took.
     pub transfers: u64,
     pub transfer_secs: f64,
     /// Why the host was marked down, if it was.
@@ -175,6 +189,9 @@ impl Host {
 /// The Docker hosts of one pipeline, shared by its stages.
 pub struct Hosts {
     hosts: Vec<Host>,
+    registry: Option<String>,
+    /// Images pushed to the registry in this run.
+    pushed: tokio::sync::Mutex<HashSet<String>>,
     /// Woken when a run slot frees or a host goes down.
     changed: Notify,
 }
@@ -192,7 +209,7 @@ impl Drop for Slot<'_> {
 }
 
 impl Hosts {
-    pub fn new(specs: Vec<HostSpec>) -> Hosts {
+    pub fn new(specs: Vec<HostSpec>, registry: Option<String>) -> Hosts {
         let hosts = specs
             .into_iter()
             .map(|s| Host {
@@ -205,12 +222,12 @@ impl Hosts {
                 transfers: tokio::sync::Mutex::new(HashMap::new()),
             })
             .collect();
-        Hosts { hosts, changed: Notify::new() }
+        Hosts { hosts, registry, pushed: tokio::sync::Mutex::new(HashSet::new()), changed: Notify::new() }
     }
 
     /// The one host of `DOCKER_HOST` or the local socket.
     pub fn local() -> Hosts {
-        Hosts::new(host_specs(&DockerSpec::default()).unwrap_or_default())
+        Hosts::new(host_specs(&DockerSpec::default()).unwrap_or_default(), None)
     }
 
     /// The first host, which builds images: connected on first use.
@@ -305,8 +322,16 @@ impl Hosts {
             }
             source.note_image(image);
             let t0 = Instant::now();
-            stream_image(&from, docker, image).await.map_err(|e| {
-                ExecError::Other(format!("streaming {image} from {} to {}: {e}", self.hosts[j].url, host.url))
+            let how = match &self.registry {
+                Some(registry) => self.through_registry(&from, docker, image, registry).await,
+                None => stream_image(&from, docker, image).await,
+            };
+            how.map_err(|e| {
+                let via = self.registry.as_deref().map_or(String::new(), |r| format!(" through {r}"));
+                ExecError::Other(format!(
+                    "bringing {image} from {} to {}{via}: {e}",
+                    self.hosts[j].url, host.url
+                ))
             })?;
             host.note_image(image);
             host.count(|c| {
@@ -316,6 +341,63 @@ impl Hosts {
             return Ok(());
         }
         Err(ExecError::MissingImage(image.to_string()))
+    }
+}
+
+impl Hosts {
+    /// Brings `image` from `from` to `to` through `registry`: pushed once (tagged with the
+    /// registry's name), pulled, and tagged back to its own name on `to`.
+    async fn through_registry(
+        &self,
+        from: &Docker,
+        to: &Docker,
+        image: &str,
+        registry: &str,
+    ) -> Result<(), ExecError> {
+        let remote = format!("{registry}/{image}");
+        let (remote_repo, tag) = split_tag(&remote);
+        {
+            let mut pushed = self.pushed.lock().await;
+            if !pushed.contains(image) {
+                let options = bollard::query_parameters::TagImageOptionsBuilder::default()
+                    .repo(remote_repo)
+                    .tag(tag)
+                    .build();
+                from.tag_image(image, Some(options)).await?;
+                let options = bollard::query_parameters::PushImageOptionsBuilder::default().tag(tag).build();
+                let mut pushing = from.push_image(remote_repo, Some(options), None);
+                while let Some(step) = pushing.next().await {
+                    if let Some(message) = step?.error_detail.and_then(|e| e.message) {
+                        return Err(ExecError::Other(format!("push: {message}")));
+                    }
+                }
+                pushed.insert(image.to_string());
+            }
+        }
+        let options = bollard::query_parameters::CreateImageOptionsBuilder::default()
+            .from_image(remote_repo)
+            .tag(tag)
+            .build();
+        let mut pulling = to.create_image(Some(options), None, None);
+        while let Some(step) = pulling.next().await {
+            if let Some(message) = step?.error_detail.and_then(|e| e.message) {
+                return Err(ExecError::Other(format!("pull: {message}")));
+            }
+        }
+        let (repo, tag) = split_tag(image);
+        let options =
+            bollard::query_parameters::TagImageOptionsBuilder::default().repo(repo).tag(tag).build();
+        to.tag_image(&remote, Some(options)).await?;
+        Ok(())
+    }
+}
+
+/// `repo[:tag]` split at the tag's colon (not a registry port's): the tag defaults to `latest`.
+fn split_tag(image: &str) -> (&str, &str) {
+    let name_start = image.rfind('/').map_or(0, |i| i + 1);
+    match image[name_start..].rfind(':') {
+        Some(i) => (&image[..name_start + i], &image[name_start + i + 1..]),
+        None => (image, "latest"),
     }
 }
 
@@ -380,10 +462,20 @@ mod tests {
     }
 
     fn two(runs: usize) -> Hosts {
-        Hosts::new(vec![
-            HostSpec { url: "unix:///a.sock".into(), runs },
-            HostSpec { url: "unix:///b.sock".into(), runs },
-        ])
+        Hosts::new(
+            vec![
+                HostSpec { url: "unix:///a.sock".into(), runs },
+                HostSpec { url: "unix:///b.sock".into(), runs },
+            ],
+            None,
+        )
+    }
+
+    #[test]
+    fn a_tag_is_split_from_its_name_but_not_from_a_registry_port() {
+        assert_eq!(split_tag("curate-deps/x:96da"), ("curate-deps/x", "96da"));
+        assert_eq!(split_tag("127.0.0.1:5000/curate-deps/x:96da"), ("127.0.0.1:5000/curate-deps/x", "96da"));
+        assert_eq!(split_tag("127.0.0.1:5000/base"), ("127.0.0.1:5000/base", "latest"));
     }
 
     #[tokio::test]
@@ -422,7 +514,8 @@ mod tests {
 
     #[test]
     fn a_host_needs_a_known_scheme_and_a_slot() {
-        let spec = |url: &str, runs| DockerSpec { hosts: vec![HostSpec { url: url.into(), runs }] };
+        let spec =
+            |url: &str, runs| DockerSpec { hosts: vec![HostSpec { url: url.into(), runs }], registry: None };
         assert!(host_specs(&spec("ssh://box", 1)).unwrap_err().contains("must start with"));
         assert!(host_specs(&spec("unix:///x.sock", 0)).unwrap_err().contains("at least 1"));
     }

@@ -6,6 +6,7 @@
 pub mod dockerd;
 pub mod durations;
 pub mod openai;
+pub mod registry;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
