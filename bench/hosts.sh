@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Several Docker hosts (issue 15): this machine's daemon and a second one this script starts (its
+# own socket, data and exec roots under a temporary directory; removed at the end). Both are on
+# this machine and share its 2 cores, so the figures show the executor's overhead, not a speed-up.
+#   1. The main job (pipelines/ccrab.yaml on the sample, model answers replayed), cold (the sample's
+#      environment images removed, empty state) and warm (images present, empty state), on one
+#      daemon and on two (1 run slot each, 2 tasks at once).
+#   2. `cargo bench --bench hosts`: placement overhead per run, and N runs of a 1-second command
+#      over one host with 2 slots and two hosts with 2 slots each (CURATE_BENCH_RUNS, default 400).
+#
+# Usage, from the repository root:  bash bench/hosts.sh
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+cargo build --release --quiet
+python3 sample/build.py --out cache/mirrors >/dev/null 2>&1
+target/release/curate images bootstrap >/dev/null
+
+work=target/bench-hosts
+rm -rf "$work"
+mkdir -p "$work"
+export CURATE_LLM_CACHE=replay
+
+dir=$(mktemp -d /tmp/cdb-XXXX)
+cleanup() {
+    [ -f "$dir/pid" ] && kill -9 "$(cat "$dir/pid")" 2>/dev/null || true
+    pgrep -f "$dir" | xargs -r kill -9 2>/dev/null || true
+    grep -o " $dir[^ ]*" /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+echo '{}' >"$dir/config.json"
+dockerd --config-file "$dir/config.json" --host "unix://$dir/docker.sock" --data-root "$dir/data" \
+    --exec-root "$dir/exec" --pidfile "$dir/pid" --bridge none --iptables=false --ip-masq=false \
+    --storage-driver fuse-overlayfs >"$dir/dockerd.log" 2>&1 &
+for _ in $(seq 100); do docker -H "unix://$dir/docker.sock" version >/dev/null 2>&1 && break; sleep 0.3; done
+second="unix://$dir/docker.sock"
+local_host=unix:///var/run/docker.sock
+
+run() { # label state-dir hosts
+    local t0=$SECONDS
+    CURATE_DOCKER_HOSTS=$3 target/release/curate run pipelines/ccrab.yaml --state "$2" \
+        --concurrency docker=2 --progress quiet >"$work/$1.log" 2>&1
+    echo "$1: $((SECONDS - t0)) s"
+}
+drop_images() {
+    for layer in env deps; do
+        docker images --format '{{.Repository}}:{{.Tag}}' | { grep -E "^curate-$layer/curate-sample" || true; } | xargs -r docker rmi -f >/dev/null
+    done
+    docker image prune -f >/dev/null
+}
+
+drop_images
+run "one daemon, cold" "$work/one-cold" "$local_host"
+run "one daemon, warm" "$work/one-warm" "$local_host"
+drop_images
+run "two daemons, cold" "$work/two-cold" "$local_host=1,$second=1"
+run "two daemons, warm" "$work/two-warm" "$local_host=1,$second=1"
+sed -n '/^Docker hosts/,$p' "$work/two-warm.log"
+for s in one-cold one-warm two-cold two-warm; do
+    target/release/curate report pipelines/ccrab.yaml --state "$work/$s" >"$work/$s.md"
+done
+cmp -s "$work/one-warm.md" "$work/two-warm.md" && echo "reports: the same on one daemon and on two" \
+    || echo "reports: DIFFER between one daemon and two"
+
+CURATE_BENCH_SECOND_HOST=$second cargo bench --quiet --bench hosts
