@@ -230,6 +230,9 @@ fn a_test_of_another_part_of_the_fix_is_sent_back_with_the_lines_that_answer() {
         let attempt = messages.iter().filter(|m| m["role"] == "assistant").count();
         match (keys.iter().position(|k| first_user.contains(k.as_str())), attempt) {
             (Some(0), _) => fence(BEHAVIOURAL),
+            // The rounding test for the pattern comment: it imports the module, so it "runs" the
+            // pattern's lines (they run at import), but it passes with the pattern undone.
+            (Some(1), 0) => fence(BEHAVIOURAL),
             (Some(2), 0) => fence(BEHAVIOURAL),
             (Some(2), _) => fence(STRUCTURAL),
             _ => Reply::Answer("I cannot write a test for this.".into()),
@@ -256,6 +259,20 @@ fn a_test_of_another_part_of_the_fix_is_sent_back_with_the_lines_that_answer() {
     assert_eq!(c1["relevance"]["how"], "position");
     let covered = c1["relevance"]["covered"]["src/durations/__init__.py"].as_array().unwrap();
     assert!(!covered.is_empty(), "{c1}");
+    assert_eq!(c1["relevance"]["partial_revert"], "assertion", "it fails with the rounding undone: {c1}");
+
+    // The rounding test for the pattern comment: it reaches the pattern's lines, but passes with
+    // only them undone, so it is sent back.
+    let (state, reason, c2) = &rows[&id(2)];
+    assert_eq!(state, "rejected", "{c2}");
+    assert_eq!(reason.as_deref(), Some("unparseable"), "the second answer has no test: {c2}");
+    let first = &c2["history"][0];
+    assert_eq!(first["result"], "does not exercise the change that answers the comment", "{c2}");
+    assert_eq!(first["relevance"]["partial_revert"], "passed", "{c2}");
+    assert!(
+        first["problem"].as_str().unwrap().contains("only the change that answers the comment is undone"),
+        "{c2}"
+    );
 
     // The rounding test for the docstring comment: fail-then-pass, but not about its comment.
     let (state, _, c3) = &rows[&id(3)];

@@ -48,7 +48,12 @@ pub fn section(flow: &Flow, states: &[Vec<TaskState>]) -> Option<String> {
             let evidence = if let Some(named) = relevance["named"].as_str() {
                 format!("names `{named}`")
             } else if relevance["covered"].is_object() {
-                format!("ran {}", lines(&relevance["covered"]))
+                let ran = format!("ran {}", lines(&relevance["covered"]));
+                match relevance["partial_revert"].as_str() {
+                    Some("not revertable alone") => format!("{ran}; the change cannot be undone alone"),
+                    Some(verdict) => format!("{ran}; with only it undone: {}", verdict.replace('_', " ")),
+                    None => ran,
+                }
             } else {
                 relevance["checked"].as_str().unwrap_or("").to_string()
             };

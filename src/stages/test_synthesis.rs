@@ -153,7 +153,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         unhashed: &["llm"],
         provides: Some(contract::Test::NAME),
         requires: vec![contract::CommentContext::NAME, contract::Environment::NAME],
-        ..StageDef::new(stage, 7, Scope::Comment, Resource::Llm)
+        ..StageDef::new(stage, 8, Scope::Comment, Resource::Llm)
     })
 }
 
@@ -513,7 +513,12 @@ impl Synthesis {
         let changes: Vec<relevance::Change<'_>> = attribution
             .changes
             .iter()
-            .map(|c| relevance::Change { path: &c.path, added: &c.added, new_start: c.new_start })
+            .map(|c| relevance::Change {
+                path: &c.path,
+                added: &c.added,
+                removed: &c.removed,
+                new_start: c.new_start,
+            })
             .collect();
         let targets = relevance::targets(&changes, fixed_file);
         if targets.is_empty() {
@@ -551,13 +556,66 @@ impl Synthesis {
             "covered": covered,
             "traced_verdict": run.verdict,
         });
-        Ok(if covered.is_empty() {
-            Err(problem(
+        if covered.is_empty() {
+            return Ok(Err(problem(
                 "The test passes on the changed code, but it never runs the change that answers the comment.",
-            ))
-        } else {
-            Ok(())
+            )));
+        }
+        let Some(partial) = self.partial_revert(docker, i, &changes, trees, test).await? else {
+            record["relevance"]["partial_revert"] = json!("not revertable alone");
+            return Ok(Ok(()));
+        };
+        record["relevance"]["partial_revert"] = json!(partial);
+        Ok(match partial {
+            Verdict::Passed => Err(problem(
+                "The test passes on the changed code, but it also passes when only the change that answers the comment is undone: it tests another part of the fix.",
+            )),
+            // A failure of the test's own: it depends on these lines. Anything else (the partial
+            // code does not import, or runs away) says nothing either way.
+            _ => Ok(()),
         })
+    }
+
+    /// The test's verdict on the fixed tree with only the attributed changes undone, or `None` when
+    /// they cannot be undone alone (a pure removal, a file that is not text).
+    async fn partial_revert(
+        &self,
+        docker: &Hosts,
+        i: &Inputs,
+        changes: &[relevance::Change<'_>],
+        trees: Trees<'_>,
+        test: (&str, &str),
+    ) -> Result<Option<Verdict>, TaskError> {
+        let mut patched = Vec::new();
+        let paths: std::collections::BTreeSet<&str> = changes.iter().map(|c| c.path).collect();
+        for path in paths {
+            if crate::record::check_repo_path(path).is_err() {
+                return Ok(None);
+            }
+            let Ok(fixed) = std::fs::read_to_string(trees.fixed.join(path)) else { return Ok(None) };
+            // A file the fix adds has no reviewed side: undone, it is empty.
+            let reviewed = std::fs::read_to_string(trees.reviewed.join(path)).unwrap_or_default();
+            let Some(text) = relevance::reverted(path, changes, &fixed, &reviewed) else { return Ok(None) };
+            patched.push((path, text));
+        }
+        let work =
+            tempfile::tempdir().map_err(|e| TaskError::infra(format!("no temporary directory: {e}")))?;
+        let copied = tokio::process::Command::new("cp")
+            .arg("-a")
+            .arg(trees.fixed.join("."))
+            .arg(work.path())
+            .status()
+            .await
+            .map_err(|e| TaskError::infra(format!("cannot copy the fixed tree: {e}")))?;
+        if !copied.success() {
+            return Err(TaskError::infra(format!("cannot copy the fixed tree {}", trees.fixed.display())));
+        }
+        for (path, text) in patched {
+            std::fs::write(work.path().join(path), text)
+                .map_err(|e| TaskError::infra(format!("cannot write the partial revert of {path}: {e}")))?;
+        }
+        let run = run_test_seeded(docker, &i.image, work.path(), test, self.timeout, 0).await?;
+        Ok(Some(run.verdict))
     }
 
     /// Runs both sides `repeats - 1` more times, each under another hash seed; every run must give

@@ -1,6 +1,7 @@
 //! The relevance gate's pure parts: which lines of the fixed code an accepted test must reach to be
-//! about its comment (the attributed changes), whether a behavioural test's trace reached them, and
-//! whether a structural test reads the definition they belong to.
+//! about its comment (the attributed changes), whether a behavioural test's trace reached them,
+//! whether a structural test reads the definition they belong to, and the fixed file with those
+//! changes alone undone (the partial revert a behavioural test must fail on).
 
 use std::collections::BTreeMap;
 
@@ -11,6 +12,8 @@ pub struct Change<'a> {
     pub path: &'a str,
     /// Added lines, numbered in the fixed file.
     pub added: &'a [u64],
+    /// Removed lines, numbered in the reviewed file.
+    pub removed: &'a [u64],
     /// Where the change starts in the fixed file.
     pub new_start: u64,
 }
@@ -109,6 +112,37 @@ pub fn definitions(targets: &Targets, fixed: impl Fn(&str) -> Option<String>) ->
     names
 }
 
+/// The fixed file at `path` with its attributed changes undone: each change's added lines replaced
+/// by the lines it removed, read from the reviewed file. `None` when that cannot be done alone: a
+/// change only removes lines (where they go back is not known), or its lines are not where it says.
+pub fn reverted(path: &str, changes: &[Change<'_>], fixed: &str, reviewed: &str) -> Option<String> {
+    let mut mine: Vec<&Change<'_>> = changes.iter().filter(|c| c.path == path).collect();
+    if mine.is_empty() || mine.iter().any(|c| c.added.is_empty()) {
+        return None;
+    }
+    // From the bottom up, so earlier line numbers still hold.
+    mine.sort_by_key(|c| std::cmp::Reverse(c.added[0]));
+    let mut lines: Vec<&str> = fixed.lines().collect();
+    let old: Vec<&str> = reviewed.lines().collect();
+    for change in mine {
+        let (first, last) = (change.added[0] as usize, *change.added.last()? as usize);
+        if first == 0 || last > lines.len() || last - first + 1 != change.added.len() {
+            return None;
+        }
+        let back: Vec<&str> = change
+            .removed
+            .iter()
+            .map(|n| old.get((*n as usize).checked_sub(1)?).copied())
+            .collect::<Option<_>>()?;
+        lines.splice(first - 1..last, back);
+    }
+    let mut text = lines.join("\n");
+    if fixed.ends_with('\n') {
+        text.push('\n');
+    }
+    Some(text)
+}
+
 /// The target lines with their text, as the model is shown them: at most `max`.
 pub fn shown(targets: &Targets, fixed: impl Fn(&str) -> Option<String>, max: usize) -> String {
     let mut out = Vec::new();
@@ -135,7 +169,7 @@ mod tests {
     const FIXED: &str = "import os\n\n\ndef median(xs):\n    if not xs:\n        raise ValueError(\"empty\")\n    return sorted(xs)[len(xs) // 2]\n\n\nclass Stats:\n    def mean(self, xs):\n        \"\"\"The mean.\"\"\"\n        return sum(xs) / len(xs)\n";
 
     fn change(added: &[u64], new_start: u64) -> Change<'_> {
-        Change { path: "m.py", added, new_start }
+        Change { path: "m.py", added, removed: &[], new_start }
     }
 
     fn fixed(path: &str) -> Option<String> {
@@ -162,5 +196,31 @@ mod tests {
         let doc = targets(&[change(&[12], 11)], fixed);
         assert_eq!(definitions(&doc, fixed), vec!["mean", "Stats"]);
         assert_eq!(shown(&t, fixed, 1), "m.py:5:     if not xs:\n… and 1 more");
+    }
+
+    #[test]
+    fn a_revert_puts_back_what_each_change_removed_and_takes_out_what_it_added() {
+        let reviewed = "import os\n\n\ndef median(xs):\n    return sorted(xs)[len(xs) // 2]\n\n\nclass Stats:\n    def mean(self, xs):\n        return float(sum(xs)) / len(xs)\n";
+        // The guard added at 5-6, the docstring at 12, and the mean's line 10 rewritten as 13.
+        let guard = Change { path: "m.py", added: &[5, 6], removed: &[], new_start: 5 };
+        let doc = Change { path: "m.py", added: &[12], removed: &[], new_start: 12 };
+        let mean = Change { path: "m.py", added: &[13], removed: &[10], new_start: 13 };
+        assert_eq!(reverted("m.py", &[guard, doc, mean], FIXED, reviewed).as_deref(), Some(reviewed));
+        // Only the guard undone: the rest of the fix stays.
+        let partial = reverted("m.py", &[guard], FIXED, reviewed).unwrap();
+        assert!(!partial.contains("raise ValueError") && partial.contains("The mean."), "{partial}");
+        assert!(partial.ends_with("return sum(xs) / len(xs)\n"), "{partial}");
+        // A rewritten line comes back from the reviewed file.
+        let back = reverted("m.py", &[mean], FIXED, reviewed).unwrap();
+        assert!(
+            back.ends_with("        \"\"\"The mean.\"\"\"\n        return float(sum(xs)) / len(xs)\n"),
+            "{back}"
+        );
+        // What cannot be undone alone: a pure removal, lines that are not there.
+        let removal = Change { path: "m.py", added: &[], removed: &[5], new_start: 5 };
+        assert_eq!(reverted("m.py", &[removal], FIXED, reviewed), None);
+        let beyond = Change { path: "m.py", added: &[40], removed: &[], new_start: 40 };
+        assert_eq!(reverted("m.py", &[beyond], FIXED, reviewed), None);
+        assert_eq!(reverted("other.py", &[guard], FIXED, reviewed), None);
     }
 }
