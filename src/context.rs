@@ -81,7 +81,7 @@ impl Context {
         // without editing it; where repositories come from changes no result.
         let url = std::env::var("CURATE_REPOS_URL").ok().filter(|u| !u.is_empty());
         let mirrors = Arc::new(Mirrors::new(url.as_deref().unwrap_or(&defaults.repos.url), &dir, &cache));
-        let hosts = host_specs(&defaults.docker)
+        let hosts = host_specs(&defaults.docker, &dir)
             .map_err(|e| SpecError::at(file, text, "defaults.docker".into(), e))?;
         let docker = Arc::new(Hosts::new(hosts, registry(&defaults.docker)));
         Ok(Context { dir, cache, mirrors, llm: defaults.llm, docker })

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use common::dockerd::SecondDaemon;
 use common::registry::Registry;
 use common::{curate_cmd, docker_or_skip, root, stderr, stdout};
-use curate::exec::hosts::HostCounts;
+use curate::exec::hosts::{Executor, HostCounts, HostSpec, Hosts, TlsFiles};
+use curate::exec::sandbox::RunSpec;
 
 const NOWHERE: &str = "http://127.0.0.1:9/v1";
 const LOCAL: &str = "unix:///var/run/docker.sock";
@@ -149,4 +150,54 @@ fn a_daemon_killed_in_the_middle_of_the_run_loses_nothing() {
     assert!(counts[1].down.is_some() && counts[1].lost >= 1, "{counts:?}");
     assert!(counts[1].transfers >= 1, "the image was streamed to the second daemon first: {counts:?}");
     assert!(counts[0].runs > 0, "{counts:?}");
+}
+
+#[tokio::test]
+async fn a_daemon_that_verifies_its_clients_takes_runs_from_a_client_with_its_certificate() {
+    if !docker_or_skip("the TLS host test") {
+        return;
+    }
+    let daemon = match SecondDaemon::start_tls() {
+        Ok(d) => d,
+        Err(why) if std::env::var("CURATE_REQUIRE_DOCKER").as_deref() == Ok("1") => {
+            panic!("CURATE_REQUIRE_DOCKER=1 but a TLS daemon cannot start: {why}")
+        }
+        Err(why) => {
+            eprintln!("SKIPPED: a TLS daemon cannot start here: {why}");
+            return;
+        }
+    };
+    let tcp = daemon.tls_url.clone().unwrap();
+    let certs = daemon.certificates();
+    let tls = TlsFiles { ca: certs.join("ca.pem"), cert: certs.join("cert.pem"), key: certs.join("key.pem") };
+    let hosts = Hosts::new(
+        vec![
+            HostSpec { url: LOCAL.into(), runs: 1, tls: None },
+            HostSpec { url: tcp.clone(), runs: 1, tls: Some(tls) },
+        ],
+        None,
+    );
+    assert!(hosts.connect_all().await.unwrap().is_empty(), "the TLS host answers");
+    // Two runs at once, one slot on each host: one of them goes over TLS, with the base image
+    // streamed there first.
+    let spec = RunSpec::new("curate/base:bookworm", &["python3", "-c", "print('over tls')"]);
+    let (a, b) = tokio::join!(hosts.run(&spec), hosts.run(&spec));
+    for run in [a.unwrap(), b.unwrap()] {
+        assert_eq!(run.exit_code, Some(0), "{}", run.output);
+        assert!(run.output.contains("over tls"));
+    }
+    let counts = hosts.counts();
+    assert_eq!((counts[0].runs, counts[1].runs), (1, 1), "{counts:?}");
+    assert_eq!(counts[1].transfers, 1, "{counts:?}");
+
+    // Without a client certificate the daemon does not answer, and the host is left out.
+    let bare = Hosts::new(
+        vec![
+            HostSpec { url: LOCAL.into(), runs: 1, tls: None },
+            HostSpec { url: tcp.clone(), runs: 1, tls: None },
+        ],
+        None,
+    );
+    let warnings = bare.connect_all().await.unwrap();
+    assert!(warnings.len() == 1 && warnings[0].contains(&tcp), "{warnings:?}");
 }

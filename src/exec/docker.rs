@@ -33,8 +33,22 @@ pub async fn connect() -> Result<Docker, ExecError> {
 
 /// Connects to the daemon at `url` (`unix://`, `tcp://`, `http://`) and checks that it answers.
 pub async fn connect_to(url: &str) -> Result<Docker, ExecError> {
+    let docker = Docker::connect_with_host(url)
+        .map_err(|e| ExecError::Unreachable { host: url.to_string(), error: e.to_string() })?;
+    answering(docker, url).await
+}
+
+/// Connects to the daemon at `url` (`tcp://` or `https://`) with a client certificate, verifying
+/// the daemon's against `tls.ca`, and checks that it answers.
+pub async fn connect_tls(url: &str, tls: &super::hosts::TlsFiles) -> Result<Docker, ExecError> {
+    let docker =
+        Docker::connect_with_ssl(url, &tls.key, &tls.cert, &tls.ca, 120, bollard::API_DEFAULT_VERSION)
+            .map_err(|e| ExecError::Unreachable { host: url.to_string(), error: e.to_string() })?;
+    answering(docker, url).await
+}
+
+async fn answering(docker: Docker, url: &str) -> Result<Docker, ExecError> {
     let unreachable = |error: String| ExecError::Unreachable { host: url.to_string(), error };
-    let docker = Docker::connect_with_host(url).map_err(|e| unreachable(e.to_string()))?;
     match tokio::time::timeout(Duration::from_secs(10), docker.ping()).await {
         Ok(Ok(_)) => Ok(docker),
         Ok(Err(e)) => Err(unreachable(e.to_string())),

@@ -53,35 +53,77 @@ pub struct DockerSpec {
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct HostSpec {
-    /// `unix:///path/docker.sock`, `tcp://host:port` or `http://host:port`.
+    /// `unix:///path/docker.sock`, `tcp://host:port`, `http://host:port` or `https://host:port`.
     pub url: String,
     /// Container runs at once on this host (default 2).
     #[serde(default = "default_runs")]
     pub runs: usize,
+    /// Client certificate for a daemon that verifies its clients (`dockerd --tlsverify`); files
+    /// relative to the pipeline file. Only their paths are kept anywhere.
+    #[serde(default)]
+    pub tls: Option<TlsFiles>,
+}
+
+/// PEM files: the CA that signed the daemon's certificate, and this client's certificate and key.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TlsFiles {
+    pub ca: std::path::PathBuf,
+    pub cert: std::path::PathBuf,
+    pub key: std::path::PathBuf,
+}
+
+impl TlsFiles {
+    /// `DOCKER_CERT_PATH`'s `ca.pem`, `cert.pem` and `key.pem`, as the docker CLI reads them.
+    fn from_cert_path() -> Option<TlsFiles> {
+        let dir = std::path::PathBuf::from(std::env::var_os("DOCKER_CERT_PATH")?);
+        Some(TlsFiles { ca: dir.join("ca.pem"), cert: dir.join("cert.pem"), key: dir.join("key.pem") })
+    }
+
+    /// The same files with relative paths taken from `dir`.
+    pub fn under(&self, dir: &Path) -> TlsFiles {
+        TlsFiles { ca: dir.join(&self.ca), cert: dir.join(&self.cert), key: dir.join(&self.key) }
+    }
 }
 
 fn default_runs() -> usize {
     2
 }
 
-/// The hosts of `spec`, or of `CURATE_DOCKER_HOSTS` (`URL[=RUNS]`, comma-separated), or the one
-/// host of `DOCKER_HOST`.
-pub fn host_specs(spec: &DockerSpec) -> Result<Vec<HostSpec>, String> {
+/// The hosts of `spec`, or of `CURATE_DOCKER_HOSTS` (`URL[=RUNS]`, comma-separated; an
+/// `https://` one uses `DOCKER_CERT_PATH`'s certificates), or the one host of `DOCKER_HOST`.
+/// Relative certificate paths are taken from `dir`, the pipeline's directory.
+pub fn host_specs(spec: &DockerSpec, dir: &Path) -> Result<Vec<HostSpec>, String> {
     let from_env = std::env::var("CURATE_DOCKER_HOSTS").ok().filter(|v| !v.trim().is_empty());
     let hosts = match (&from_env, spec.hosts.is_empty()) {
         (Some(list), _) => parse_host_list(list)?,
         (None, false) => spec.hosts.clone(),
-        (None, true) => vec![HostSpec { url: super::docker::host(), runs: usize::MAX >> 1 }],
+        (None, true) => vec![HostSpec { url: super::docker::host(), runs: usize::MAX >> 1, tls: None }],
     };
-    for h in &hosts {
+    let mut resolved = Vec::new();
+    for mut h in hosts {
         if h.runs == 0 {
             return Err(format!("host {}: `runs` must be at least 1", h.url));
         }
-        if !["unix://", "tcp://", "http://"].iter().any(|s| h.url.starts_with(s)) {
-            return Err(format!("host {}: the URL must start with unix://, tcp:// or http://", h.url));
+        if !["unix://", "tcp://", "http://", "https://"].iter().any(|s| h.url.starts_with(s)) {
+            return Err(format!(
+                "host {}: the URL must start with unix://, tcp://, http:// or https://",
+                h.url
+            ));
         }
+        if h.tls.is_none() && h.url.starts_with("https://") {
+            h.tls = TlsFiles::from_cert_path();
+            if h.tls.is_none() {
+                return Err(format!(
+                    "host {}: an https:// host needs `tls:` files or DOCKER_CERT_PATH",
+                    h.url
+                ));
+            }
+        }
+        h.tls = h.tls.map(|t| t.under(dir));
+        resolved.push(h);
     }
-    Ok(hosts)
+    Ok(resolved)
 }
 
 fn parse_host_list(list: &str) -> Result<Vec<HostSpec>, String> {
@@ -89,10 +131,12 @@ fn parse_host_list(list: &str) -> Result<Vec<HostSpec>, String> {
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(|entry| match entry.rsplit_once('=') {
-            Some((url, runs)) => runs.parse().map(|runs| HostSpec { url: url.into(), runs }).map_err(|_| {
-                format!("CURATE_DOCKER_HOSTS: `{entry}`: the run count after `=` is not a number")
-            }),
-            None => Ok(HostSpec { url: entry.into(), runs: default_runs() }),
+            Some((url, runs)) => {
+                runs.parse().map(|runs| HostSpec { url: url.into(), runs, tls: None }).map_err(|_| {
+                    format!("CURATE_DOCKER_HOSTS: `{entry}`: the run count after `=` is not a number")
+                })
+            }
+            None => Ok(HostSpec { url: entry.into(), runs: default_runs(), tls: None }),
         })
         .collect()
 }
@@ -148,6 +192,7 @@ pub struct HostCounts {
 
 struct Host {
     url: String,
+    tls: Option<TlsFiles>,
     docker: OnceCell<Docker>,
     runs: Arc<Semaphore>,
     down: AtomicBool,
@@ -160,7 +205,12 @@ struct Host {
 
 impl Host {
     async fn docker(&self) -> Result<Docker, ExecError> {
-        self.docker.get_or_try_init(|| super::docker::connect_to(&self.url)).await.cloned()
+        match &self.tls {
+            None => self.docker.get_or_try_init(|| super::docker::connect_to(&self.url)).await.cloned(),
+            Some(tls) => {
+                self.docker.get_or_try_init(|| super::docker::connect_tls(&self.url, tls)).await.cloned()
+            }
+        }
     }
 
     fn holds(&self, image: &str) -> bool {
@@ -215,6 +265,7 @@ impl Hosts {
             .map(|s| Host {
                 counts: Mutex::new(HostCounts { url: s.url.clone(), slots: s.runs, ..HostCounts::default() }),
                 url: s.url,
+                tls: s.tls,
                 docker: OnceCell::new(),
                 runs: Arc::new(Semaphore::new(s.runs.min(Semaphore::MAX_PERMITS))),
                 down: AtomicBool::new(false),
@@ -227,7 +278,7 @@ impl Hosts {
 
     /// The one host of `DOCKER_HOST` or the local socket.
     pub fn local() -> Hosts {
-        Hosts::new(host_specs(&DockerSpec::default()).unwrap_or_default(), None)
+        Hosts::new(host_specs(&DockerSpec::default(), Path::new(".")).unwrap_or_default(), None)
     }
 
     /// The first host, which builds images: connected on first use.
@@ -456,16 +507,16 @@ mod tests {
     #[test]
     fn hosts_come_from_the_environment_list_with_their_run_counts() {
         let hosts = parse_host_list("unix:///a.sock=3, tcp://10.0.0.5:2375").unwrap();
-        assert_eq!(hosts[0], HostSpec { url: "unix:///a.sock".into(), runs: 3 });
-        assert_eq!(hosts[1], HostSpec { url: "tcp://10.0.0.5:2375".into(), runs: 2 });
+        assert_eq!(hosts[0], HostSpec { url: "unix:///a.sock".into(), runs: 3, tls: None });
+        assert_eq!(hosts[1], HostSpec { url: "tcp://10.0.0.5:2375".into(), runs: 2, tls: None });
         assert!(parse_host_list("unix:///a.sock=many").unwrap_err().contains("not a number"));
     }
 
     fn two(runs: usize) -> Hosts {
         Hosts::new(
             vec![
-                HostSpec { url: "unix:///a.sock".into(), runs },
-                HostSpec { url: "unix:///b.sock".into(), runs },
+                HostSpec { url: "unix:///a.sock".into(), runs, tls: None },
+                HostSpec { url: "unix:///b.sock".into(), runs, tls: None },
             ],
             None,
         )
@@ -514,9 +565,19 @@ mod tests {
 
     #[test]
     fn a_host_needs_a_known_scheme_and_a_slot() {
-        let spec =
-            |url: &str, runs| DockerSpec { hosts: vec![HostSpec { url: url.into(), runs }], registry: None };
-        assert!(host_specs(&spec("ssh://box", 1)).unwrap_err().contains("must start with"));
-        assert!(host_specs(&spec("unix:///x.sock", 0)).unwrap_err().contains("at least 1"));
+        let spec = |url: &str, runs| DockerSpec {
+            hosts: vec![HostSpec { url: url.into(), runs, tls: None }],
+            registry: None,
+        };
+        let here = Path::new("/p");
+        assert!(host_specs(&spec("ssh://box", 1), here).unwrap_err().contains("must start with"));
+        assert!(host_specs(&spec("unix:///x.sock", 0), here).unwrap_err().contains("at least 1"));
+        let files =
+            TlsFiles { ca: "certs/ca.pem".into(), cert: "certs/cert.pem".into(), key: "/abs/key.pem".into() };
+        let mut with_tls = spec("tcp://10.0.0.5:2376", 1);
+        with_tls.hosts[0].tls = Some(files);
+        let resolved = host_specs(&with_tls, here).unwrap().remove(0).tls.unwrap();
+        assert_eq!(resolved.ca, Path::new("/p/certs/ca.pem"));
+        assert_eq!(resolved.key, Path::new("/abs/key.pem"), "an absolute path stays");
     }
 }

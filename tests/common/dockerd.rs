@@ -12,11 +12,48 @@ pub struct SecondDaemon {
     child: Option<Child>,
     /// `unix:///…/docker.sock`
     pub url: String,
+    /// With [`SecondDaemon::start_tls`]: `tcp://127.0.0.1:PORT`, where it verifies its clients.
+    pub tls_url: Option<String>,
+}
+
+/// Makes a CA, a server certificate for 127.0.0.1 and a client certificate in `dir` (ca.pem,
+/// server-cert.pem, server-key.pem, cert.pem, key.pem), with openssl.
+fn make_certificates(dir: &Path) -> Result<(), String> {
+    let script = r#"set -e
+openssl req -x509 -newkey rsa:2048 -nodes -keyout ca-key.pem -out ca.pem -days 2 -subj /CN=curate-test-ca 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -keyout server-key.pem -out server.csr -subj /CN=127.0.0.1 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > server.ext
+openssl x509 -req -in server.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -out server-cert.pem -days 2 -extfile server.ext 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -keyout key.pem -out client.csr -subj /CN=curate-client 2>/dev/null
+printf 'extendedKeyUsage=clientAuth\n' > client.ext
+openssl x509 -req -in client.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -out cert.pem -days 2 -extfile client.ext 2>/dev/null
+"#;
+    let out = Command::new("sh").args(["-c", script]).current_dir(dir).output().map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("openssl: {}", String::from_utf8_lossy(&out.stderr)))
+    }
 }
 
 impl SecondDaemon {
-    /// Starts a daemon and waits until it answers; `None` with the reason when this machine cannot.
+    /// Starts a daemon and waits until it answers; the reason when this machine cannot.
     pub fn start() -> Result<SecondDaemon, String> {
+        SecondDaemon::start_with(false)
+    }
+
+    /// Starts a daemon that also listens on a 127.0.0.1 port with TLS and verifies its clients
+    /// against a CA made for it; [`SecondDaemon::certificates`] holds the client's files.
+    pub fn start_tls() -> Result<SecondDaemon, String> {
+        SecondDaemon::start_with(true)
+    }
+
+    /// The directory holding `ca.pem`, `cert.pem` and `key.pem` (with `start_tls`).
+    pub fn certificates(&self) -> PathBuf {
+        self.dir.clone()
+    }
+
+    fn start_with(tls: bool) -> Result<SecondDaemon, String> {
         let dockerd =
             Command::new("sh").args(["-c", "command -v dockerd"]).output().map_err(|e| e.to_string())?;
         if !dockerd.status.success() {
@@ -28,6 +65,28 @@ impl SecondDaemon {
         std::fs::write(dir.join("config.json"), "{}").map_err(|e| e.to_string())?;
         let socket = dir.join("docker.sock");
         let log = std::fs::File::create(dir.join("dockerd.log")).map_err(|e| e.to_string())?;
+        let mut tls_args: Vec<String> = Vec::new();
+        let mut tls_url = None;
+        if tls {
+            make_certificates(&dir)?;
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map_err(|e| e.to_string())?
+                .port();
+            let file = |name: &str| dir.join(name).to_string_lossy().into_owned();
+            tls_args = vec![
+                "--tlsverify".into(),
+                "--tlscacert".into(),
+                file("ca.pem"),
+                "--tlscert".into(),
+                file("server-cert.pem"),
+                "--tlskey".into(),
+                file("server-key.pem"),
+                "--host".into(),
+                format!("tcp://127.0.0.1:{port}"),
+            ];
+            tls_url = Some(format!("tcp://127.0.0.1:{port}"));
+        }
         let child = Command::new("dockerd")
             .arg("--config-file")
             .arg(dir.join("config.json"))
@@ -47,13 +106,14 @@ impl SecondDaemon {
                 "--storage-driver",
                 "fuse-overlayfs",
             ])
+            .args(&tls_args)
             .stdin(Stdio::null())
             .stdout(log.try_clone().map_err(|e| e.to_string())?)
             .stderr(log)
             .spawn()
             .map_err(|e| format!("cannot start dockerd: {e}"))?;
         let url = format!("unix://{}", socket.display());
-        let mut daemon = SecondDaemon { dir, child: Some(child), url };
+        let mut daemon = SecondDaemon { dir, child: Some(child), url, tls_url };
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(60) {
             if daemon.docker(&["version", "--format", "{{.Server.Version}}"]).is_ok() {
