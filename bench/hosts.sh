@@ -37,10 +37,10 @@ for _ in $(seq 100); do docker -H "unix://$dir/docker.sock" version >/dev/null 2
 second="unix://$dir/docker.sock"
 local_host=unix:///var/run/docker.sock
 
-run() { # label state-dir hosts
+run() { # label name hosts
     local t0=$SECONDS
-    CURATE_DOCKER_HOSTS=$3 target/release/curate run pipelines/ccrab.yaml --state "$2" \
-        --concurrency docker=2 --progress quiet >"$work/$1.log" 2>&1
+    CURATE_DOCKER_HOSTS=$3 target/release/curate run pipelines/ccrab.yaml --state "$work/$2" \
+        --concurrency docker=2 --progress quiet >"$work/$2.log" 2>&1
     echo "$1: $((SECONDS - t0)) s"
 }
 drop_images() {
@@ -51,16 +51,34 @@ drop_images() {
 }
 
 drop_images
-run "one daemon, cold" "$work/one-cold" "$local_host"
-run "one daemon, warm" "$work/one-warm" "$local_host"
+run "one daemon, cold" one-cold "$local_host"
+run "one daemon, warm" one-warm "$local_host"
 drop_images
-run "two daemons, cold" "$work/two-cold" "$local_host=1,$second=1"
-run "two daemons, warm" "$work/two-warm" "$local_host=1,$second=1"
+run "two daemons, cold" two-cold "$local_host=1,$second=1"
+run "two daemons, warm" two-warm "$local_host=1,$second=1"
 sed -n '/^Docker hosts/,$p' "$work/two-warm.log"
-for s in one-cold one-warm two-cold two-warm; do
+# With a registry (Debian's docker-registry, on a port of its own), builds spread over both.
+if command -v docker-registry >/dev/null; then
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    printf 'version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%s\n' \
+        "$dir/registry" "$port" >"$dir/registry.yml"
+    docker-registry serve "$dir/registry.yml" >"$dir/registry.log" 2>&1 &
+    echo $! >"$dir/registry.pid"
+    sleep 2
+    drop_images
+    docker -H "$second" images -q | xargs -r docker -H "$second" rmi -f >/dev/null 2>&1 || true
+    CURATE_DOCKER_REGISTRY=127.0.0.1:$port run "two daemons and a registry, cold" two-registry "$local_host=1,$second=1"
+    sed -n '/^Docker hosts/,$p' "$work/two-registry.log"
+    kill "$(cat "$dir/registry.pid")" 2>/dev/null || true
+fi
+for s in one-cold one-warm two-cold two-warm two-registry; do
+    [ -d "$work/$s" ] || continue
     target/release/curate report pipelines/ccrab.yaml --state "$work/$s" >"$work/$s.md"
 done
-cmp -s "$work/one-warm.md" "$work/two-warm.md" && echo "reports: the same on one daemon and on two" \
-    || echo "reports: DIFFER between one daemon and two"
+for s in one-cold two-cold two-warm two-registry; do
+    [ -f "$work/$s.md" ] || continue
+    cmp -s "$work/one-warm.md" "$work/$s.md" && echo "report of $s: the same as one daemon, warm" \
+        || echo "report of $s: DIFFERS from one daemon, warm"
+done
 
 CURATE_BENCH_SECOND_HOST=$second cargo bench --quiet --bench hosts

@@ -45,7 +45,7 @@ fn main() {
         };
         // 1. Placement overhead, one run at a time.
         let trivial = spec(&["true"]);
-        let one = Hosts::new(vec![HostSpec { url: LOCAL.into(), runs: 2, tls: None }], None);
+        let one = Hosts::new(vec![HostSpec { url: LOCAL.into(), runs: 2, builds: 1, tls: None }], None);
         let (mut direct, mut placed) = (Duration::ZERO, Duration::ZERO);
         let n = 30;
         for _ in 0..n {
@@ -69,7 +69,7 @@ fn main() {
             return;
         };
         let two = Hosts::new(
-            vec![HostSpec { url: LOCAL.into(), runs: 2, tls: None }, HostSpec { url: second.clone(), runs: 2, tls: None }],
+            vec![HostSpec { url: LOCAL.into(), runs: 2, builds: 1, tls: None }, HostSpec { url: second.clone(), runs: 2, builds: 1, tls: None }],
             None,
         );
         // The base image streamed to the second host before the clock starts.

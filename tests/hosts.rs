@@ -172,8 +172,8 @@ async fn a_daemon_that_verifies_its_clients_takes_runs_from_a_client_with_its_ce
     let tls = TlsFiles { ca: certs.join("ca.pem"), cert: certs.join("cert.pem"), key: certs.join("key.pem") };
     let hosts = Hosts::new(
         vec![
-            HostSpec { url: LOCAL.into(), runs: 1, tls: None },
-            HostSpec { url: tcp.clone(), runs: 1, tls: Some(tls) },
+            HostSpec { url: LOCAL.into(), runs: 1, builds: 1, tls: None },
+            HostSpec { url: tcp.clone(), runs: 1, builds: 1, tls: Some(tls) },
         ],
         None,
     );
@@ -193,8 +193,8 @@ async fn a_daemon_that_verifies_its_clients_takes_runs_from_a_client_with_its_ce
     // Without a client certificate the daemon does not answer, and the host is left out.
     let bare = Hosts::new(
         vec![
-            HostSpec { url: LOCAL.into(), runs: 1, tls: None },
-            HostSpec { url: tcp.clone(), runs: 1, tls: None },
+            HostSpec { url: LOCAL.into(), runs: 1, builds: 1, tls: None },
+            HostSpec { url: tcp.clone(), runs: 1, builds: 1, tls: None },
         ],
         None,
     );

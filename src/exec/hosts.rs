@@ -6,6 +6,10 @@
 //! of the run, and a run it cut off starts again on another host; nothing the run has finished
 //! depends on where it ran, so the results are the same on one host or many.
 //!
+//! Builds go to the first host, or, when a registry keeps what they make, to the host a repository's
+//! builds went to before (its PRs share their dependency layer) or the one with the most free build
+//! slots; a build whose host is lost starts again on another.
+//!
 //! The hosts come from `defaults.docker.hosts` in the pipeline, or `CURATE_DOCKER_HOSTS`
 //! (`URL[=RUNS],…`), or else `DOCKER_HOST` / the local socket as the one host; the registry from
 //! `defaults.docker.registry` or `CURATE_DOCKER_REGISTRY` (`host:port`).
@@ -58,6 +62,10 @@ pub struct HostSpec {
     /// Container runs at once on this host (default 2).
     #[serde(default = "default_runs")]
     pub runs: usize,
+    /// Image builds at once on this host (default 1). Hosts other than the first build only when
+    /// the pipeline names a registry, which keeps what they build.
+    #[serde(default = "default_builds")]
+    pub builds: usize,
     /// Client certificate for a daemon that verifies its clients (`dockerd --tlsverify`); files
     /// relative to the pipeline file. Only their paths are kept anywhere.
     #[serde(default)]
@@ -90,6 +98,10 @@ fn default_runs() -> usize {
     2
 }
 
+fn default_builds() -> usize {
+    1
+}
+
 /// The hosts of `spec`, or of `CURATE_DOCKER_HOSTS` (`URL[=RUNS]`, comma-separated; an
 /// `https://` one uses `DOCKER_CERT_PATH`'s certificates), or the one host of `DOCKER_HOST`.
 /// Relative certificate paths are taken from `dir`, the pipeline's directory.
@@ -98,7 +110,12 @@ pub fn host_specs(spec: &DockerSpec, dir: &Path) -> Result<Vec<HostSpec>, String
     let hosts = match (&from_env, spec.hosts.is_empty()) {
         (Some(list), _) => parse_host_list(list)?,
         (None, false) => spec.hosts.clone(),
-        (None, true) => vec![HostSpec { url: super::docker::host(), runs: usize::MAX >> 1, tls: None }],
+        (None, true) => vec![HostSpec {
+            url: super::docker::host(),
+            runs: usize::MAX >> 1,
+            builds: usize::MAX >> 1,
+            tls: None,
+        }],
     };
     let mut resolved = Vec::new();
     for mut h in hosts {
@@ -131,12 +148,15 @@ fn parse_host_list(list: &str) -> Result<Vec<HostSpec>, String> {
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(|entry| match entry.rsplit_once('=') {
-            Some((url, runs)) => {
-                runs.parse().map(|runs| HostSpec { url: url.into(), runs, tls: None }).map_err(|_| {
+            Some((url, runs)) => runs
+                .parse()
+                .map(|runs| HostSpec { url: url.into(), runs, builds: default_builds(), tls: None })
+                .map_err(|_| {
                     format!("CURATE_DOCKER_HOSTS: `{entry}`: the run count after `=` is not a number")
-                })
+                }),
+            None => {
+                Ok(HostSpec { url: entry.into(), runs: default_runs(), builds: default_builds(), tls: None })
             }
-            None => Ok(HostSpec { url: entry.into(), runs: default_runs(), tls: None }),
         })
         .collect()
 }
@@ -150,8 +170,8 @@ pub fn describe(counts: &[HostCounts]) -> Vec<String> {
         .iter()
         .map(|c| {
             let mut line = format!(
-                "{}: {} slot(s), {} run(s), {} image(s) streamed in ({:.1} s)",
-                c.url, c.slots, c.runs, c.transfers, c.transfer_secs
+                "{}: {} slot(s), {} run(s), {} image(s) built, {} brought in ({:.1} s)",
+                c.url, c.slots, c.runs, c.builds, c.transfers, c.transfer_secs
             );
             if c.lost > 0 {
                 line.push_str(&format!(", {} run(s) cut off and run again elsewhere", c.lost));
@@ -181,6 +201,9 @@ pub struct HostCounts {
     pub slots: usize,
     /// Container runs finished here.
     pub runs: u64,
+    /// Images built here.
+    #[serde(default)]
+    pub builds: u64,
     /// Runs cut off by this host failing, and started again elsewhere.
     pub lost: u64,
     /// Images brought to this host (streamed, or pulled from the registry), and the seconds that took.
@@ -192,6 +215,7 @@ pub struct HostCounts {
 
 struct Host {
     url: String,
+    builds: Arc<Semaphore>,
     tls: Option<TlsFiles>,
     docker: OnceCell<Docker>,
     runs: Arc<Semaphore>,
@@ -239,11 +263,20 @@ impl Host {
 /// The Docker hosts of one pipeline, shared by its stages.
 pub struct Hosts {
     hosts: Vec<Host>,
+    /// The host each repository's builds went to in this run.
+    repos: Mutex<HashMap<String, usize>>,
     registry: Option<String>,
     /// Images pushed to the registry in this run.
     pushed: tokio::sync::Mutex<HashSet<String>>,
     /// Woken when a run slot frees or a host goes down.
     changed: Notify,
+}
+
+/// A host chosen for a build, and one of its build slots, held until dropped.
+pub struct BuildPlace<'a> {
+    pub index: usize,
+    pub docker: Docker,
+    _slot: Slot<'a>,
 }
 
 /// A run slot on a host; the waiting runs are told when it frees.
@@ -265,6 +298,7 @@ impl Hosts {
             .map(|s| Host {
                 counts: Mutex::new(HostCounts { url: s.url.clone(), slots: s.runs, ..HostCounts::default() }),
                 url: s.url,
+                builds: Arc::new(Semaphore::new(s.builds.clamp(1, Semaphore::MAX_PERMITS))),
                 tls: s.tls,
                 docker: OnceCell::new(),
                 runs: Arc::new(Semaphore::new(s.runs.min(Semaphore::MAX_PERMITS))),
@@ -273,7 +307,13 @@ impl Hosts {
                 transfers: tokio::sync::Mutex::new(HashMap::new()),
             })
             .collect();
-        Hosts { hosts, registry, pushed: tokio::sync::Mutex::new(HashSet::new()), changed: Notify::new() }
+        Hosts {
+            hosts,
+            repos: Mutex::new(HashMap::new()),
+            registry,
+            pushed: tokio::sync::Mutex::new(HashSet::new()),
+            changed: Notify::new(),
+        }
     }
 
     /// The one host of `DOCKER_HOST` or the local socket.
@@ -336,10 +376,7 @@ impl Hosts {
             let changed = self.changed.notified();
             let mut order: Vec<(usize, &Host)> = self.up().collect();
             if order.is_empty() {
-                return Err(ExecError::Unreachable {
-                    host: self.hosts.iter().map(|h| h.url.as_str()).collect::<Vec<_>>().join(", "),
-                    error: "every Docker host is down".into(),
-                });
+                return Err(self.all_down());
             }
             order.sort_by_key(|(i, h)| (!h.holds(image), std::cmp::Reverse(h.runs.available_permits()), *i));
             for (i, host) in order {
@@ -374,7 +411,10 @@ impl Hosts {
             source.note_image(image);
             let t0 = Instant::now();
             let how = match &self.registry {
-                Some(registry) => self.through_registry(&from, docker, image, registry).await,
+                Some(registry) => match self.push(&from, image, registry).await {
+                    Ok(()) => self.pull(docker, image, registry).await,
+                    Err(e) => Err(e),
+                },
                 None => stream_image(&from, docker, image).await,
             };
             how.map_err(|e| {
@@ -391,40 +431,132 @@ impl Hosts {
             });
             return Ok(());
         }
+        // No host that answers has it: one that went down may have pushed it.
+        if let Some(registry) = &self.registry
+            && self.pushed.lock().await.contains(image)
+        {
+            let t0 = Instant::now();
+            self.pull(docker, image, registry).await?;
+            host.note_image(image);
+            host.count(|c| {
+                c.transfers += 1;
+                c.transfer_secs += t0.elapsed().as_secs_f64();
+            });
+            return Ok(());
+        }
         Err(ExecError::MissingImage(image.to_string()))
+    }
+
+    /// Brings `image` to host `i` from wherever it is; `false` when no host (nor the registry) has it.
+    pub async fn bring(&self, i: usize, docker: &Docker, image: &str) -> Result<bool, ExecError> {
+        match self.ensure_image(i, docker, image).await {
+            Ok(()) => Ok(true),
+            Err(ExecError::MissingImage(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Notes that host `i` built `image`; with a registry, pushes it there at once, so it outlives
+    /// the host.
+    pub async fn built(&self, i: usize, docker: &Docker, image: &str) -> Result<(), ExecError> {
+        self.hosts[i].note_image(image);
+        self.hosts[i].count(|c| c.builds += 1);
+        match &self.registry {
+            Some(registry) => self.push(docker, image, registry).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Where a build for repository `repo` goes, holding one of that host's build slots. Without a
+    /// registry, always the first host (an image built elsewhere would be lost with its host).
+    /// With one: the host this run gave the repository before, while it is up, so its PRs share
+    /// their dependency layer; else the up host with the most free build slots.
+    pub async fn build_place(&self, repo: &str) -> Result<BuildPlace<'_>, ExecError> {
+        let (index, slot) = self.build_slot(repo).await?;
+        let docker = self.hosts[index].docker().await?;
+        Ok(BuildPlace { index, docker, _slot: slot })
+    }
+
+    /// The host and build slot of [`Self::build_place`].
+    async fn build_slot(&self, repo: &str) -> Result<(usize, Slot<'_>), ExecError> {
+        loop {
+            let changed = self.changed.notified();
+            let candidates: Vec<usize> = if self.registry.is_none() {
+                vec![0]
+            } else {
+                let given = self.repos.lock().ok().and_then(|r| r.get(repo).copied());
+                let mut up: Vec<(usize, &Host)> = self.up().collect();
+                up.sort_by_key(|(i, h)| {
+                    (Some(*i) != given, std::cmp::Reverse(h.builds.available_permits()), *i)
+                });
+                up.into_iter().map(|(i, _)| i).collect()
+            };
+            if candidates.is_empty() {
+                return Err(self.all_down());
+            }
+            // The repository waits for its own host while that host is up.
+            let first = candidates[0];
+            let given = self.repos.lock().ok().and_then(|r| r.get(repo).copied());
+            let tries = if given == Some(first) { &candidates[..1] } else { &candidates[..] };
+            for &i in tries {
+                if let Ok(permit) = self.hosts[i].builds.clone().try_acquire_owned() {
+                    if let Ok(mut r) = self.repos.lock() {
+                        r.insert(repo.to_string(), i);
+                    }
+                    return Ok((i, Slot { _permit: permit, hosts: self }));
+                }
+            }
+            changed.await;
+        }
+    }
+
+    /// After a failure on host `i`: whether the host is lost (it does not answer, and another is
+    /// up), in which case it is marked down and the work should go elsewhere.
+    pub async fn lost(&self, i: usize, why: &str) -> bool {
+        let others_up = self.up().any(|(j, _)| j != i);
+        if !others_up || self.hosts[i].answers().await {
+            return false;
+        }
+        self.hosts[i].count(|c| c.lost += 1);
+        self.mark_down(i, why);
+        true
+    }
+
+    fn all_down(&self) -> ExecError {
+        ExecError::Unreachable {
+            host: self.hosts.iter().map(|h| h.url.as_str()).collect::<Vec<_>>().join(", "),
+            error: "every Docker host is down".into(),
+        }
     }
 }
 
 impl Hosts {
-    /// Brings `image` from `from` to `to` through `registry`: pushed once (tagged with the
-    /// registry's name), pulled, and tagged back to its own name on `to`.
-    async fn through_registry(
-        &self,
-        from: &Docker,
-        to: &Docker,
-        image: &str,
-        registry: &str,
-    ) -> Result<(), ExecError> {
+    /// Pushes `image` from `from` to the registry (tagged with the registry's name), once a run.
+    async fn push(&self, from: &Docker, image: &str, registry: &str) -> Result<(), ExecError> {
+        let mut pushed = self.pushed.lock().await;
+        if pushed.contains(image) {
+            return Ok(());
+        }
         let remote = format!("{registry}/{image}");
         let (remote_repo, tag) = split_tag(&remote);
-        {
-            let mut pushed = self.pushed.lock().await;
-            if !pushed.contains(image) {
-                let options = bollard::query_parameters::TagImageOptionsBuilder::default()
-                    .repo(remote_repo)
-                    .tag(tag)
-                    .build();
-                from.tag_image(image, Some(options)).await?;
-                let options = bollard::query_parameters::PushImageOptionsBuilder::default().tag(tag).build();
-                let mut pushing = from.push_image(remote_repo, Some(options), None);
-                while let Some(step) = pushing.next().await {
-                    if let Some(message) = step?.error_detail.and_then(|e| e.message) {
-                        return Err(ExecError::Other(format!("push: {message}")));
-                    }
-                }
-                pushed.insert(image.to_string());
+        let options =
+            bollard::query_parameters::TagImageOptionsBuilder::default().repo(remote_repo).tag(tag).build();
+        from.tag_image(image, Some(options)).await?;
+        let options = bollard::query_parameters::PushImageOptionsBuilder::default().tag(tag).build();
+        let mut pushing = from.push_image(remote_repo, Some(options), None);
+        while let Some(step) = pushing.next().await {
+            if let Some(message) = step?.error_detail.and_then(|e| e.message) {
+                return Err(ExecError::Other(format!("push: {message}")));
             }
         }
+        pushed.insert(image.to_string());
+        Ok(())
+    }
+
+    /// Pulls `image` from the registry onto `to` and tags it with its own name.
+    async fn pull(&self, to: &Docker, image: &str, registry: &str) -> Result<(), ExecError> {
+        let remote = format!("{registry}/{image}");
+        let (remote_repo, tag) = split_tag(&remote);
         let options = bollard::query_parameters::CreateImageOptionsBuilder::default()
             .from_image(remote_repo)
             .tag(tag)
@@ -490,12 +622,9 @@ impl Executor for Hosts {
                 }
                 Err(e) => e,
             };
-            let others_up = self.up().any(|(j, _)| j != i);
-            if !others_up || host.answers().await {
+            if !self.lost(i, &error.to_string()).await {
                 return Err(error);
             }
-            host.count(|c| c.lost += 1);
-            self.mark_down(i, &error.to_string());
         }
     }
 }
@@ -507,16 +636,16 @@ mod tests {
     #[test]
     fn hosts_come_from_the_environment_list_with_their_run_counts() {
         let hosts = parse_host_list("unix:///a.sock=3, tcp://10.0.0.5:2375").unwrap();
-        assert_eq!(hosts[0], HostSpec { url: "unix:///a.sock".into(), runs: 3, tls: None });
-        assert_eq!(hosts[1], HostSpec { url: "tcp://10.0.0.5:2375".into(), runs: 2, tls: None });
+        assert_eq!(hosts[0], HostSpec { url: "unix:///a.sock".into(), runs: 3, builds: 1, tls: None });
+        assert_eq!(hosts[1], HostSpec { url: "tcp://10.0.0.5:2375".into(), runs: 2, builds: 1, tls: None });
         assert!(parse_host_list("unix:///a.sock=many").unwrap_err().contains("not a number"));
     }
 
     fn two(runs: usize) -> Hosts {
         Hosts::new(
             vec![
-                HostSpec { url: "unix:///a.sock".into(), runs, tls: None },
-                HostSpec { url: "unix:///b.sock".into(), runs, tls: None },
+                HostSpec { url: "unix:///a.sock".into(), runs, builds: 1, tls: None },
+                HostSpec { url: "unix:///b.sock".into(), runs, builds: 1, tls: None },
             ],
             None,
         )
@@ -550,6 +679,44 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn builds_stay_home_without_a_registry_and_spread_by_repository_with_one() {
+        let home_only = two(1);
+        let (a, _a) = home_only.build_slot("o/a").await.unwrap();
+        assert_eq!(a, 0);
+        let waiting = home_only.build_slot("o/b");
+        tokio::pin!(waiting);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), &mut waiting).await.is_err(),
+            "waits for home"
+        );
+
+        let spread = Hosts::new(
+            two(1)
+                .hosts
+                .into_iter()
+                .map(|h| HostSpec { url: h.url, runs: 1, builds: 1, tls: None })
+                .collect(),
+            Some("127.0.0.1:5000".into()),
+        );
+        let (a, slot_a) = spread.build_slot("o/a").await.unwrap();
+        let (b, slot_b) = spread.build_slot("o/b").await.unwrap();
+        assert_eq!((a, b), (0, 1), "the second repository goes to the free host");
+        // A's next build waits for A's host rather than taking another.
+        let again = spread.build_slot("o/a");
+        tokio::pin!(again);
+        assert!(tokio::time::timeout(Duration::from_millis(50), &mut again).await.is_err());
+        drop(slot_a);
+        let (a2, _) = tokio::time::timeout(Duration::from_secs(1), again).await.unwrap().unwrap();
+        assert_eq!(a2, 0);
+        // Its host down, the repository moves.
+        drop(slot_b);
+        spread.mark_down(0, "gone");
+        let (moved, _) =
+            tokio::time::timeout(Duration::from_secs(1), spread.build_slot("o/a")).await.unwrap().unwrap();
+        assert_eq!(moved, 1);
+    }
+
+    #[tokio::test]
     async fn a_host_marked_down_gets_no_runs_and_with_none_up_a_run_errors() {
         let hosts = two(1);
         hosts.hosts[0].note_image("img");
@@ -566,7 +733,7 @@ mod tests {
     #[test]
     fn a_host_needs_a_known_scheme_and_a_slot() {
         let spec = |url: &str, runs| DockerSpec {
-            hosts: vec![HostSpec { url: url.into(), runs, tls: None }],
+            hosts: vec![HostSpec { url: url.into(), runs, builds: default_builds(), tls: None }],
             registry: None,
         };
         let here = Path::new("/p");

@@ -30,7 +30,7 @@ use crate::errors::ConfigError;
 use crate::exec::bootstrap::{Bootstrap, bootstrap};
 use crate::exec::build::{BuildFailure, build, build_lock, commit_layer};
 use crate::exec::docker::image_exists;
-use crate::exec::hosts::Hosts;
+use crate::exec::hosts::{BuildPlace, Hosts};
 use crate::exec::sandbox::run;
 use crate::exec::testrun::{REPO, env_spec, tree_files};
 use crate::llm::LlmSpec;
@@ -161,17 +161,18 @@ async fn ensure(
 
 /// The instance layer: the checkout copied to /repo and installed, in one committed layer. The
 /// recipe's instance Dockerfile describes the same thing for people and for other builders.
+/// `Ok(Ok(true))` if it was already there.
 async fn ensure_instance(
     docker: &Docker,
     r: &Recipe,
     tag: &str,
     checkout: &Path,
-) -> Result<Result<(), BuildFailure>, TaskError> {
+) -> Result<Result<bool, BuildFailure>, TaskError> {
     let _guard = build_lock(tag).await;
     if image_exists(docker, tag).await? {
-        return Ok(Ok(()));
+        return Ok(Ok(true));
     }
-    Ok(commit_layer(docker, &r.deps_image, tag, checkout, REPO, &r.install_command).await?)
+    Ok(commit_layer(docker, &r.deps_image, tag, checkout, REPO, &r.install_command).await?.map(|()| false))
 }
 
 /// What the git step found: the checkout, how the project builds, when its dependency spec took
@@ -301,8 +302,24 @@ impl Environment {
     /// `max_repairs` times: by rule first, then on another Python, then (when configured) as the
     /// model proposes. Every attempt is kept: what failed, the fix, the log's tail.
     async fn make(&self, pr: &PullRequest, instance: &str, meter: &Meter) -> Result<Value, TaskError> {
-        // Images are built on the first host; test runs bring them to the others.
-        let docker = self.docker.home().await?;
+        loop {
+            let place = self.docker.build_place(&pr.repo).await?;
+            match self.make_on(&place, pr, instance, meter).await {
+                // The build's host stopped answering: the whole build again on another.
+                Err(TaskError::Infra(e)) if self.docker.lost(place.index, &e.to_string()).await => continue,
+                done => return done,
+            }
+        }
+    }
+
+    /// [`Self::make`] on one host; test runs bring what it builds to the others.
+    async fn make_on(
+        &self,
+        place: &BuildPlace<'_>,
+        pr: &PullRequest,
+        instance: &str,
+        meter: &Meter,
+    ) -> Result<Value, TaskError> {
         let p = self.prepare(pr).await?;
         let suites = suites_by_date(p.project.requires_python.as_deref(), &p.pin);
         let mut tried_suites: Vec<&str> = Vec::new();
@@ -323,7 +340,7 @@ impl Environment {
             if let Some((suite, _)) = suites.iter().find(|(s, _)| *s == r.suite) {
                 tried_suites.push(suite);
             }
-            let failure = match self.attempt(&docker, &r, instance, &pr.head_commit, &p.checkout).await? {
+            let failure = match self.attempt(place, &r, instance, &pr.head_commit, &p.checkout).await? {
                 Ok(built) => {
                     let mut out = output(&r, &p.project, built, &fixes, attempts);
                     if !p.missing.is_empty() {
@@ -410,12 +427,17 @@ impl Environment {
     /// One try at the layers and the verification of recipe `r`.
     async fn attempt(
         &self,
-        docker: &Docker,
+        place: &BuildPlace<'_>,
         r: &Recipe,
         instance: &str,
         head: &str,
         checkout: &Path,
     ) -> Result<Result<Built, StepFailure>, TaskError> {
+        let (docker, at) = (&place.docker, place.index);
+        // What another host (or the registry) already has is brought, not built again.
+        for layer in [&r.base_image, &r.tools_image, &r.deps_image] {
+            self.docker.bring(at, docker, layer).await?;
+        }
         if !image_exists(docker, &r.base_image).await? {
             // Another Python's base image is made the first time a PR needs it (a few minutes,
             // once per machine), as `curate images bootstrap --suite` would.
@@ -439,6 +461,9 @@ impl Environment {
             Ok(reused) => reused,
             Err(f) => return Ok(Err(failed("dependency install", f))),
         };
+        if !deps_reused {
+            self.docker.built(at, docker, &r.deps_image).await?;
+        }
         let deps_s = t0.elapsed().as_secs_f64();
         let t1 = Instant::now();
         // A project that imports from its sources runs on the dependency layer, with the tree under
@@ -446,8 +471,10 @@ impl Environment {
         let image = match &r.instance_layer {
             Some(_) => {
                 let tag = instance_tag(instance, head, r);
-                if let Err(f) = ensure_instance(docker, r, &tag, checkout).await? {
-                    return Ok(Err(failed("the editable install", f)));
+                match ensure_instance(docker, r, &tag, checkout).await? {
+                    Ok(true) => {}
+                    Ok(false) => self.docker.built(at, docker, &tag).await?,
+                    Err(f) => return Ok(Err(failed("the editable install", f))),
                 }
                 tag
             }
