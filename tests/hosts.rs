@@ -18,14 +18,16 @@ use curate::exec::sandbox::RunSpec;
 const NOWHERE: &str = "http://127.0.0.1:9/v1";
 const LOCAL: &str = "unix:///var/run/docker.sock";
 
-fn second_daemon() -> Option<SecondDaemon> {
-    match SecondDaemon::start() {
-        Ok(d) => Some(d),
+/// What a test needs that this machine may not give: skipped with the reason, or a failure under
+/// `CURATE_REQUIRE_DOCKER=1` (CI).
+fn needed<T>(what: &str, made: Result<T, String>) -> Option<T> {
+    match made {
+        Ok(t) => Some(t),
         Err(why) if std::env::var("CURATE_REQUIRE_DOCKER").as_deref() == Ok("1") => {
-            panic!("CURATE_REQUIRE_DOCKER=1 but a second Docker daemon cannot start: {why}")
+            panic!("CURATE_REQUIRE_DOCKER=1 but {what} cannot start: {why}")
         }
         Err(why) => {
-            eprintln!("SKIPPED: a second Docker daemon cannot start here: {why}");
+            eprintln!("SKIPPED: {what} cannot start here: {why}");
             None
         }
     }
@@ -38,19 +40,6 @@ fn build_sample() {
         .output()
         .unwrap();
     assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
-}
-
-fn registry() -> Option<Registry> {
-    match Registry::start() {
-        Ok(r) => Some(r),
-        Err(why) if std::env::var("CURATE_REQUIRE_DOCKER").as_deref() == Ok("1") => {
-            panic!("CURATE_REQUIRE_DOCKER=1 but a registry cannot start: {why}")
-        }
-        Err(why) => {
-            eprintln!("SKIPPED: a registry cannot start here: {why}");
-            None
-        }
-    }
 }
 
 fn run_command(state: &str, hosts: &str) -> Command {
@@ -87,8 +76,8 @@ fn the_sample_curated_over_two_daemons_through_a_registry_reports_what_one_daemo
     if !docker_or_skip("the two-daemon test") {
         return;
     }
-    let Some(second) = second_daemon() else { return };
-    let Some(registry) = registry() else { return };
+    let Some(second) = needed("a second Docker daemon", SecondDaemon::start()) else { return };
+    let Some(registry) = needed("a registry", Registry::start()) else { return };
     build_sample();
     let expected = std::fs::read_to_string(root().join("docs/sample-report.md")).unwrap();
 
@@ -119,7 +108,7 @@ fn a_daemon_killed_in_the_middle_of_the_run_loses_nothing() {
     if !docker_or_skip("the daemon-loss test") {
         return;
     }
-    let Some(mut second) = second_daemon() else { return };
+    let Some(mut second) = needed("a second Docker daemon", SecondDaemon::start()) else { return };
     build_sample();
     let expected = std::fs::read_to_string(root().join("docs/sample-report.md")).unwrap();
 
@@ -157,16 +146,7 @@ async fn a_daemon_that_verifies_its_clients_takes_runs_from_a_client_with_its_ce
     if !docker_or_skip("the TLS host test") {
         return;
     }
-    let daemon = match SecondDaemon::start_tls() {
-        Ok(d) => d,
-        Err(why) if std::env::var("CURATE_REQUIRE_DOCKER").as_deref() == Ok("1") => {
-            panic!("CURATE_REQUIRE_DOCKER=1 but a TLS daemon cannot start: {why}")
-        }
-        Err(why) => {
-            eprintln!("SKIPPED: a TLS daemon cannot start here: {why}");
-            return;
-        }
-    };
+    let Some(daemon) = needed("a TLS Docker daemon", SecondDaemon::start_tls()) else { return };
     let tcp = daemon.tls_url.clone().unwrap();
     let certs = daemon.certificates();
     let tls = TlsFiles { ca: certs.join("ca.pem"), cert: certs.join("cert.pem"), key: certs.join("key.pem") };
