@@ -10,7 +10,7 @@ use serde::Deserialize;
 use crate::engine::errors::{ConfigError, SpecError};
 use crate::engine::pipeline::pipeline_dir;
 use crate::engine::spec::{PipelineSpec, parse_config};
-use crate::exec::hosts::{DockerSpec, Hosts, host_specs, registry};
+use crate::exec::hosts::{DockerSpec, Hosts, host_specs, registry, registry_login};
 use crate::llm::LlmSpec;
 use crate::llm::prompt::Template;
 use crate::repo::Mirrors;
@@ -83,7 +83,8 @@ impl Context {
         let mirrors = Arc::new(Mirrors::new(url.as_deref().unwrap_or(&defaults.repos.url), &dir, &cache));
         let hosts = host_specs(&defaults.docker, &dir)
             .map_err(|e| SpecError::at(file, text, "defaults.docker".into(), e))?;
-        let docker = Arc::new(Hosts::new(hosts, registry(&defaults.docker)));
+        let login = registry_login().map_err(|e| SpecError::at(file, text, "defaults.docker".into(), e))?;
+        let docker = Arc::new(Hosts::new(hosts, registry(&defaults.docker)).with_login(login));
         Ok(Context { dir, cache, mirrors, llm: defaults.llm, docker })
     }
 

@@ -181,3 +181,43 @@ async fn a_daemon_that_verifies_its_clients_takes_runs_from_a_client_with_its_ce
     let warnings = bare.connect_all().await.unwrap();
     assert!(warnings.len() == 1 && warnings[0].contains(&tcp), "{warnings:?}");
 }
+
+#[tokio::test]
+async fn a_registry_that_asks_for_a_login_gets_the_one_from_the_environment() {
+    if !docker_or_skip("the registry login test") {
+        return;
+    }
+    let Some(second) = needed("a second Docker daemon", SecondDaemon::start()) else { return };
+    let Some(registry) = needed("a registry with a login", Registry::start_with_login("curator", "s3cret"))
+    else {
+        return;
+    };
+    let hosts = |login| {
+        Hosts::new(
+            vec![
+                HostSpec { url: LOCAL.into(), runs: 1, builds: 1, tls: None },
+                HostSpec { url: second.url.clone(), runs: 1, builds: 1, tls: None },
+            ],
+            Some(registry.address.clone()),
+        )
+        .with_login(login)
+    };
+    let spec = RunSpec::new("curate/base:bookworm", &["true"]);
+
+    // No login: the push is refused, and the run that needed it fails saying so.
+    let anonymous = hosts(None);
+    let (a, b) = tokio::join!(anonymous.run(&spec), anonymous.run(&spec));
+    let refused = [a, b].into_iter().find_map(Result::err).expect("one run needed the registry");
+    assert!(refused.to_string().contains("push"), "{refused}");
+
+    // With the login: pushed, pulled, run.
+    let login = bollard::auth::DockerCredentials {
+        username: Some("curator".into()),
+        password: Some("s3cret".into()),
+        ..Default::default()
+    };
+    let logged_in = hosts(Some(login));
+    let (a, b) = tokio::join!(logged_in.run(&spec), logged_in.run(&spec));
+    assert_eq!((a.unwrap().exit_code, b.unwrap().exit_code), (Some(0), Some(0)));
+    assert_eq!(logged_in.counts()[1].transfers, 1, "{:?}", logged_in.counts());
+}

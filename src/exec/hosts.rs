@@ -184,6 +184,29 @@ pub fn describe(counts: &[HostCounts]) -> Vec<String> {
         .collect()
 }
 
+/// The registry's login, from `CURATE_DOCKER_REGISTRY_USER` and `CURATE_DOCKER_REGISTRY_PASSWORD`
+/// (or `CURATE_DOCKER_REGISTRY_PASSWORD_FILE`, a file holding it). Kept in memory only: never in
+/// the pipeline, the state or an export.
+pub fn registry_login() -> Result<Option<bollard::auth::DockerCredentials>, String> {
+    let Some(user) = std::env::var("CURATE_DOCKER_REGISTRY_USER").ok().filter(|u| !u.is_empty()) else {
+        return Ok(None);
+    };
+    let password = match std::env::var("CURATE_DOCKER_REGISTRY_PASSWORD_FILE").ok().filter(|f| !f.is_empty()) {
+        Some(file) => std::fs::read_to_string(&file)
+            .map_err(|e| format!("CURATE_DOCKER_REGISTRY_PASSWORD_FILE {file}: {e}"))?
+            .trim_end_matches(['\r', '\n'])
+            .to_string(),
+        None => std::env::var("CURATE_DOCKER_REGISTRY_PASSWORD").map_err(|_| {
+            "CURATE_DOCKER_REGISTRY_USER is set but neither CURATE_DOCKER_REGISTRY_PASSWORD nor _PASSWORD_FILE is".to_string()
+        })?,
+    };
+    Ok(Some(bollard::auth::DockerCredentials {
+        username: Some(user),
+        password: Some(password),
+        ..Default::default()
+    }))
+}
+
 /// The registry of `spec`, or of `CURATE_DOCKER_REGISTRY`.
 pub fn registry(spec: &DockerSpec) -> Option<String> {
     std::env::var("CURATE_DOCKER_REGISTRY")
@@ -263,6 +286,8 @@ impl Host {
 /// The Docker hosts of one pipeline, shared by its stages.
 pub struct Hosts {
     hosts: Vec<Host>,
+    /// The registry's login, if it asks for one.
+    login: Option<bollard::auth::DockerCredentials>,
     /// The host each repository's builds went to in this run.
     repos: Mutex<HashMap<String, usize>>,
     registry: Option<String>,
@@ -309,11 +334,18 @@ impl Hosts {
             .collect();
         Hosts {
             hosts,
+            login: None,
             repos: Mutex::new(HashMap::new()),
             registry,
             pushed: tokio::sync::Mutex::new(HashSet::new()),
             changed: Notify::new(),
         }
+    }
+
+    /// The same hosts, logging in to the registry with `login`.
+    pub fn with_login(mut self, login: Option<bollard::auth::DockerCredentials>) -> Hosts {
+        self.login = login;
+        self
     }
 
     /// The one host of `DOCKER_HOST` or the local socket.
@@ -531,6 +563,13 @@ impl Hosts {
 }
 
 impl Hosts {
+    fn login_for(&self, registry: &str) -> Option<bollard::auth::DockerCredentials> {
+        self.login.clone().map(|login| bollard::auth::DockerCredentials {
+            serveraddress: Some(registry.to_string()),
+            ..login
+        })
+    }
+
     /// Pushes `image` from `from` to the registry (tagged with the registry's name), once a run.
     async fn push(&self, from: &Docker, image: &str, registry: &str) -> Result<(), ExecError> {
         let mut pushed = self.pushed.lock().await;
@@ -543,10 +582,11 @@ impl Hosts {
             bollard::query_parameters::TagImageOptionsBuilder::default().repo(remote_repo).tag(tag).build();
         from.tag_image(image, Some(options)).await?;
         let options = bollard::query_parameters::PushImageOptionsBuilder::default().tag(tag).build();
-        let mut pushing = from.push_image(remote_repo, Some(options), None);
+        let mut pushing = from.push_image(remote_repo, Some(options), self.login_for(registry));
         while let Some(step) = pushing.next().await {
-            if let Some(message) = step?.error_detail.and_then(|e| e.message) {
-                return Err(ExecError::Other(format!("push: {message}")));
+            let step = step.map_err(|e| ExecError::Other(format!("push to {registry}: {e}")))?;
+            if let Some(message) = step.error_detail.and_then(|e| e.message) {
+                return Err(ExecError::Other(format!("push to {registry}: {message}")));
             }
         }
         pushed.insert(image.to_string());
@@ -561,10 +601,11 @@ impl Hosts {
             .from_image(remote_repo)
             .tag(tag)
             .build();
-        let mut pulling = to.create_image(Some(options), None, None);
+        let mut pulling = to.create_image(Some(options), None, self.login_for(registry));
         while let Some(step) = pulling.next().await {
-            if let Some(message) = step?.error_detail.and_then(|e| e.message) {
-                return Err(ExecError::Other(format!("pull: {message}")));
+            let step = step.map_err(|e| ExecError::Other(format!("pull from {registry}: {e}")))?;
+            if let Some(message) = step.error_detail.and_then(|e| e.message) {
+                return Err(ExecError::Other(format!("pull from {registry}: {message}")));
             }
         }
         let (repo, tag) = split_tag(image);
