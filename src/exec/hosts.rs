@@ -504,16 +504,26 @@ impl Hosts {
     /// With one: the host this run gave the repository before, while it is up, so its PRs share
     /// their dependency layer; else the up host with the most free build slots.
     pub async fn build_place(&self, repo: &str) -> Result<BuildPlace<'_>, ExecError> {
-        let (index, slot) = self.build_slot(repo).await?;
+        let (index, slot) = self.build_slot(repo, false).await?;
         let docker = self.hosts[index].docker().await?;
         Ok(BuildPlace { index, docker, _slot: slot })
     }
 
-    /// The host and build slot of [`Self::build_place`].
-    async fn build_slot(&self, repo: &str) -> Result<(usize, Slot<'_>), ExecError> {
+    /// A build slot on the first host, whatever the registry: where a build that failed elsewhere
+    /// is tried again, so that no result depends on another host's set-up (its network, its
+    /// mirrors) rather than on the project.
+    /// The repository's later builds go there too.
+    pub async fn home_build_place(&self, repo: &str) -> Result<BuildPlace<'_>, ExecError> {
+        let (index, slot) = self.build_slot(repo, true).await?;
+        let docker = self.hosts[index].docker().await?;
+        Ok(BuildPlace { index, docker, _slot: slot })
+    }
+
+    /// The host and build slot of [`Self::build_place`] (of the first host, with `home`).
+    async fn build_slot(&self, repo: &str, home: bool) -> Result<(usize, Slot<'_>), ExecError> {
         loop {
             let changed = self.changed.notified();
-            let candidates: Vec<usize> = if self.registry.is_none() {
+            let candidates: Vec<usize> = if self.registry.is_none() || home {
                 vec![0]
             } else {
                 let given = self.repos.lock().ok().and_then(|r| r.get(repo).copied());
@@ -722,9 +732,9 @@ mod tests {
     #[tokio::test]
     async fn builds_stay_home_without_a_registry_and_spread_by_repository_with_one() {
         let home_only = two(1);
-        let (a, _a) = home_only.build_slot("o/a").await.unwrap();
+        let (a, _a) = home_only.build_slot("o/a", false).await.unwrap();
         assert_eq!(a, 0);
-        let waiting = home_only.build_slot("o/b");
+        let waiting = home_only.build_slot("o/b", false);
         tokio::pin!(waiting);
         assert!(
             tokio::time::timeout(Duration::from_millis(50), &mut waiting).await.is_err(),
@@ -739,11 +749,11 @@ mod tests {
                 .collect(),
             Some("127.0.0.1:5000".into()),
         );
-        let (a, slot_a) = spread.build_slot("o/a").await.unwrap();
-        let (b, slot_b) = spread.build_slot("o/b").await.unwrap();
+        let (a, slot_a) = spread.build_slot("o/a", false).await.unwrap();
+        let (b, slot_b) = spread.build_slot("o/b", false).await.unwrap();
         assert_eq!((a, b), (0, 1), "the second repository goes to the free host");
         // A's next build waits for A's host rather than taking another.
-        let again = spread.build_slot("o/a");
+        let again = spread.build_slot("o/a", false);
         tokio::pin!(again);
         assert!(tokio::time::timeout(Duration::from_millis(50), &mut again).await.is_err());
         drop(slot_a);
@@ -752,8 +762,10 @@ mod tests {
         // Its host down, the repository moves.
         drop(slot_b);
         spread.mark_down(0, "gone");
-        let (moved, _) =
-            tokio::time::timeout(Duration::from_secs(1), spread.build_slot("o/a")).await.unwrap().unwrap();
+        let (moved, _) = tokio::time::timeout(Duration::from_secs(1), spread.build_slot("o/a", false))
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(moved, 1);
     }
 

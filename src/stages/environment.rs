@@ -307,6 +307,13 @@ impl Environment {
             match self.make_on(&place, pr, instance, meter).await {
                 // The build's host stopped answering: the whole build again on another.
                 Err(TaskError::Infra(e)) if self.docker.lost(place.index, &e.to_string()).await => continue,
+                // A build that fails away from the first host is tried there before it counts:
+                // another host's set-up (no network, other mirrors) must not decide a result.
+                Err(TaskError::Reject { .. }) if place.index != 0 => {
+                    drop(place);
+                    let home = self.docker.home_build_place(&pr.repo).await?;
+                    return self.make_on(&home, pr, instance, meter).await;
+                }
                 done => return done,
             }
         }
