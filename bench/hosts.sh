@@ -8,7 +8,8 @@
 #   2. `cargo bench --bench hosts`: placement overhead per run, and N runs of a 1-second command
 #      over one host with 2 slots and two hosts with 2 slots each (CURATE_BENCH_RUNS, default 400).
 #
-# Usage, from the repository root:  bash bench/hosts.sh
+# Usage, from the repository root:  bash bench/hosts.sh [registry]
+# (`registry`: only the cold run over two daemons and a registry, and its report against one daemon's)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -50,13 +51,18 @@ drop_images() {
     docker image prune -f >/dev/null
 }
 
-drop_images
-run "one daemon, cold" one-cold "$local_host"
+only=${1:-all}
+if [ "$only" = all ]; then
+    drop_images
+    run "one daemon, cold" one-cold "$local_host"
+fi
 run "one daemon, warm" one-warm "$local_host"
-drop_images
-run "two daemons, cold" two-cold "$local_host=1,$second=1"
-run "two daemons, warm" two-warm "$local_host=1,$second=1"
-sed -n '/^Docker hosts/,$p' "$work/two-warm.log"
+if [ "$only" = all ]; then
+    drop_images
+    run "two daemons, cold" two-cold "$local_host=1,$second=1"
+    run "two daemons, warm" two-warm "$local_host=1,$second=1"
+    sed -n '/^Docker hosts/,$p' "$work/two-warm.log"
+fi
 # With a registry (Debian's docker-registry, on a port of its own), builds spread over both.
 if command -v docker-registry >/dev/null; then
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -81,4 +87,6 @@ for s in one-cold two-cold two-warm two-registry; do
         || echo "report of $s: DIFFERS from one daemon, warm"
 done
 
-CURATE_BENCH_SECOND_HOST=$second cargo bench --quiet --bench hosts
+if [ "$only" = all ]; then
+    CURATE_BENCH_SECOND_HOST=$second cargo bench --quiet --bench hosts
+fi
