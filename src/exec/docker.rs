@@ -1,5 +1,6 @@
 //! The Docker daemon: one connection, checked once before any work starts.
 
+use std::path::Path;
 use std::time::Duration;
 
 use bollard::Docker;
@@ -38,9 +39,31 @@ pub async fn connect_to(url: &str) -> Result<Docker, ExecError> {
     answering(docker, url).await
 }
 
+/// PEM files: the CA that signed the daemon's certificate, and this client's certificate and key.
+#[derive(Debug, Clone, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TlsFiles {
+    pub ca: std::path::PathBuf,
+    pub cert: std::path::PathBuf,
+    pub key: std::path::PathBuf,
+}
+
+impl TlsFiles {
+    /// `DOCKER_CERT_PATH`'s `ca.pem`, `cert.pem` and `key.pem`, as the docker CLI reads them.
+    pub(crate) fn from_cert_path() -> Option<TlsFiles> {
+        let dir = std::path::PathBuf::from(std::env::var_os("DOCKER_CERT_PATH")?);
+        Some(TlsFiles { ca: dir.join("ca.pem"), cert: dir.join("cert.pem"), key: dir.join("key.pem") })
+    }
+
+    /// The same files with relative paths taken from `dir`.
+    pub fn under(&self, dir: &Path) -> TlsFiles {
+        TlsFiles { ca: dir.join(&self.ca), cert: dir.join(&self.cert), key: dir.join(&self.key) }
+    }
+}
+
 /// Connects to the daemon at `url` (`tcp://` or `https://`) with a client certificate, verifying
 /// the daemon's against `tls.ca`, and checks that it answers.
-pub async fn connect_tls(url: &str, tls: &super::hosts::TlsFiles) -> Result<Docker, ExecError> {
+pub async fn connect_tls(url: &str, tls: &TlsFiles) -> Result<Docker, ExecError> {
     let docker =
         Docker::connect_with_ssl(url, &tls.key, &tls.cert, &tls.ca, 120, bollard::API_DEFAULT_VERSION)
             .map_err(|e| ExecError::Unreachable { host: url.to_string(), error: e.to_string() })?;

@@ -25,6 +25,7 @@ use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, OnceCell, OwnedSemaphorePermit, Semaphore};
 
+pub use super::docker::TlsFiles;
 use super::docker::{ExecError, image_exists};
 use super::sandbox::{self, RunResult, RunSpec};
 
@@ -70,28 +71,6 @@ pub struct HostSpec {
     /// relative to the pipeline file. Only their paths are kept anywhere.
     #[serde(default)]
     pub tls: Option<TlsFiles>,
-}
-
-/// PEM files: the CA that signed the daemon's certificate, and this client's certificate and key.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct TlsFiles {
-    pub ca: std::path::PathBuf,
-    pub cert: std::path::PathBuf,
-    pub key: std::path::PathBuf,
-}
-
-impl TlsFiles {
-    /// `DOCKER_CERT_PATH`'s `ca.pem`, `cert.pem` and `key.pem`, as the docker CLI reads them.
-    fn from_cert_path() -> Option<TlsFiles> {
-        let dir = std::path::PathBuf::from(std::env::var_os("DOCKER_CERT_PATH")?);
-        Some(TlsFiles { ca: dir.join("ca.pem"), cert: dir.join("cert.pem"), key: dir.join("key.pem") })
-    }
-
-    /// The same files with relative paths taken from `dir`.
-    pub fn under(&self, dir: &Path) -> TlsFiles {
-        TlsFiles { ca: dir.join(&self.ca), cert: dir.join(&self.cert), key: dir.join(&self.key) }
-    }
 }
 
 fn default_runs() -> usize {
