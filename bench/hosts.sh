@@ -28,11 +28,15 @@ cleanup() {
     pgrep -f "$dir" | xargs -r kill -9 2>/dev/null || true
     grep -o " $dir[^ ]*" /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
     rm -rf "$dir"
+    ip link del "$bridge" 2>/dev/null || true
 }
 trap cleanup EXIT
+# A bridge of its own: with `--bridge none` dockerd deletes docker0, which this machine's daemon needs.
+bridge=cdb$$
+ip link add "$bridge" type bridge && ip addr add 10.232.0.1/24 dev "$bridge" && ip link set "$bridge" up
 echo '{}' >"$dir/config.json"
 dockerd --config-file "$dir/config.json" --host "unix://$dir/docker.sock" --data-root "$dir/data" \
-    --exec-root "$dir/exec" --pidfile "$dir/pid" --bridge none --iptables=false --ip-masq=false \
+    --exec-root "$dir/exec" --pidfile "$dir/pid" --bridge "$bridge" --iptables=false --ip-masq=false \
     --storage-driver fuse-overlayfs >"$dir/dockerd.log" 2>&1 &
 for _ in $(seq 100); do docker -H "unix://$dir/docker.sock" version >/dev/null 2>&1 && break; sleep 0.3; done
 second="unix://$dir/docker.sock"

@@ -33,6 +33,11 @@ fn needed<T>(what: &str, made: Result<T, String>) -> Option<T> {
     }
 }
 
+/// Whether this machine has the `docker0` interface its own daemon builds through.
+fn has_docker0() -> bool {
+    Command::new("ip").args(["link", "show", "docker0"]).output().is_ok_and(|o| o.status.success())
+}
+
 fn build_sample() {
     let built = Command::new("python3")
         .args(["sample/build.py", "--out", "cache/mirrors"])
@@ -76,7 +81,10 @@ fn the_sample_curated_over_two_daemons_through_a_registry_reports_what_one_daemo
     if !docker_or_skip("the two-daemon test") {
         return;
     }
+    let docker0 = has_docker0();
     let Some(second) = needed("a second Docker daemon", SecondDaemon::start()) else { return };
+    // A second daemon must leave the first one's network alone (`--bridge none` deletes docker0).
+    assert_eq!(has_docker0(), docker0, "the second daemon took docker0 away");
     let Some(registry) = needed("a registry", Registry::start()) else { return };
     build_sample();
     let expected = std::fs::read_to_string(root().join("docs/sample-report.md")).unwrap();

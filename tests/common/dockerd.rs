@@ -1,7 +1,11 @@
 //! A second Docker daemon on this machine, started by a test and gone when it is dropped: its own
-//! socket, data root and exec root under a temporary directory, no bridge network and no iptables
-//! rules (sandboxed runs use none), and an empty config file so the system's daemon.json (which
-//! sets the data root) does not clash with the flags. Debian's `docker.io` provides `dockerd`.
+//! socket, data root and exec root under a temporary directory, a bridge of its own with no
+//! iptables rules (so no way out: sandboxed runs use no network, and its builds fail, which curate
+//! then tries on the first host), and an empty config file so the system's daemon.json (which sets
+//! the data root) does not clash with the flags. Debian's `docker.io` provides `dockerd`.
+//!
+//! Not `--bridge none`: a daemon started so deletes the `docker0` interface, which the machine's
+//! own daemon needs for every build.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -9,6 +13,8 @@ use std::time::{Duration, Instant};
 
 pub struct SecondDaemon {
     dir: PathBuf,
+    /// The bridge interface made for it, removed when it is dropped.
+    bridge: String,
     child: Option<Child>,
     /// `unix:///…/docker.sock`
     pub url: String,
@@ -65,6 +71,7 @@ impl SecondDaemon {
         std::fs::write(dir.join("config.json"), "{}").map_err(|e| e.to_string())?;
         let socket = dir.join("docker.sock");
         let log = std::fs::File::create(dir.join("dockerd.log")).map_err(|e| e.to_string())?;
+        let bridge = make_bridge()?;
         let mut tls_args: Vec<String> = Vec::new();
         let mut tls_url = None;
         if tls {
@@ -100,7 +107,7 @@ impl SecondDaemon {
             .arg(dir.join("pid"))
             .args([
                 "--bridge",
-                "none",
+                bridge.as_str(),
                 "--iptables=false",
                 "--ip-masq=false",
                 "--storage-driver",
@@ -113,7 +120,7 @@ impl SecondDaemon {
             .spawn()
             .map_err(|e| format!("cannot start dockerd: {e}"))?;
         let url = format!("unix://{}", socket.display());
-        let mut daemon = SecondDaemon { dir, child: Some(child), url, tls_url };
+        let mut daemon = SecondDaemon { dir, bridge, child: Some(child), url, tls_url };
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(60) {
             if daemon.docker(&["version", "--format", "{{.Server.Version}}"]).is_ok() {
@@ -155,7 +162,28 @@ impl Drop for SecondDaemon {
         self.kill();
         unmount_under(&self.dir);
         let _ = std::fs::remove_dir_all(&self.dir);
+        let _ = Command::new("ip").args(["link", "del", &self.bridge]).status();
     }
+}
+
+/// A bridge interface with an address of its own (10.231.N.1/24, N unique to this process's
+/// daemons), for a daemon's `--bridge`.
+fn make_bridge() -> Result<String, String> {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = (std::process::id() * 7 + NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst)) % 250 + 1;
+    let name = format!("cd2b{}-{n}", std::process::id() % 10000);
+    let ip = |args: &[&str]| -> Result<(), String> {
+        let out = Command::new("ip").args(args).output().map_err(|e| format!("ip {args:?}: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!("ip {args:?}: {}", String::from_utf8_lossy(&out.stderr)))
+        }
+    };
+    ip(&["link", "add", &name, "type", "bridge"])?;
+    ip(&["addr", "add", &format!("10.231.{n}.1/24"), "dev", &name])?;
+    ip(&["link", "set", &name, "up"])?;
+    Ok(name)
 }
 
 fn rand_suffix() -> u32 {
