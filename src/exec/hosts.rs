@@ -249,6 +249,15 @@ impl Host {
         }
     }
 
+    /// `image` is here now, brought from elsewhere in the time since `t0`.
+    fn brought(&self, image: &str, t0: Instant) {
+        self.note_image(image);
+        self.count(|c| {
+            c.transfers += 1;
+            c.transfer_secs += t0.elapsed().as_secs_f64();
+        });
+    }
+
     fn count(&self, f: impl FnOnce(&mut HostCounts)) {
         if let Ok(mut c) = self.counts.lock() {
             f(&mut c);
@@ -435,11 +444,7 @@ impl Hosts {
                     self.hosts[j].url, host.url
                 ))
             })?;
-            host.note_image(image);
-            host.count(|c| {
-                c.transfers += 1;
-                c.transfer_secs += t0.elapsed().as_secs_f64();
-            });
+            host.brought(image, t0);
             return Ok(());
         }
         // No host that answers has it: one that went down may have pushed it.
@@ -448,11 +453,7 @@ impl Hosts {
         {
             let t0 = Instant::now();
             self.pull(docker, image, registry).await?;
-            host.note_image(image);
-            host.count(|c| {
-                c.transfers += 1;
-                c.transfer_secs += t0.elapsed().as_secs_f64();
-            });
+            host.brought(image, t0);
             return Ok(());
         }
         Err(ExecError::MissingImage(image.to_string()))

@@ -561,7 +561,7 @@ impl Synthesis {
                 "The test passes on the changed code, but it never runs the change that answers the comment.",
             )));
         }
-        let Some(partial) = self.partial_revert(docker, i, &changes, trees, test).await? else {
+        let Some(partial) = self.partial_revert(docker, i, &changes, &texts, trees, test).await? else {
             record["relevance"]["partial_revert"] = json!("not revertable alone");
             return Ok(Ok(()));
         };
@@ -577,25 +577,25 @@ impl Synthesis {
     }
 
     /// The test's verdict on the fixed tree with only the attributed changes undone, or `None` when
-    /// they cannot be undone alone (a pure removal, a file that is not text).
+    /// they cannot be undone alone (a pure removal, a file that is not text). `fixed` holds the
+    /// attributed files' fixed text, as the gate read them (a path outside the repository is not
+    /// there).
     async fn partial_revert(
         &self,
         docker: &Hosts,
         i: &Inputs,
         changes: &[relevance::Change<'_>],
+        fixed: &BTreeMap<&str, String>,
         trees: Trees<'_>,
         test: (&str, &str),
     ) -> Result<Option<Verdict>, TaskError> {
         let mut patched = Vec::new();
         let paths: std::collections::BTreeSet<&str> = changes.iter().map(|c| c.path).collect();
         for path in paths {
-            if crate::record::check_repo_path(path).is_err() {
-                return Ok(None);
-            }
-            let Ok(fixed) = std::fs::read_to_string(trees.fixed.join(path)) else { return Ok(None) };
+            let Some(fixed) = fixed.get(path) else { return Ok(None) };
             // A file the fix adds has no reviewed side: undone, it is empty.
             let reviewed = std::fs::read_to_string(trees.reviewed.join(path)).unwrap_or_default();
-            let Some(text) = relevance::reverted(path, changes, &fixed, &reviewed) else { return Ok(None) };
+            let Some(text) = relevance::reverted(path, changes, fixed, &reviewed) else { return Ok(None) };
             patched.push((path, text));
         }
         let work =
