@@ -290,3 +290,62 @@ fn a_test_of_another_part_of_the_fix_is_sent_back_with_the_lines_that_answer() {
     assert!(report.contains("## Accepted tests and the change they test"), "{report}");
     assert!(report.contains(&format!("| {} | structural | position |", id(3))), "{report}");
 }
+
+/// The `observed_behaviour` stage runs the changed functions on both commits in the PR's image:
+/// the rounding comment gets the call it names with both results, the pattern comment the
+/// malformed inputs of the project's tests, and the docstring comment, whose change does nothing
+/// a call can see, no difference.
+#[test]
+fn calls_whose_results_differ_between_the_commits_are_found_for_each_comment() {
+    if !docker_or_skip("the observed behaviour test") {
+        return;
+    }
+    let (record, _) = durations3();
+    let server = Server::responding(|_| fence(PASSES_BOTH));
+    let s = Scratch::new();
+    let mirrors = s.sample_mirrors();
+    s.write("one.jsonl", &format!("{record}\n"));
+    let more = format!(
+        "  - id: attribution\n    kind: attribution\n    needs: context\n    prompt: {}/prompts/attribution.md\n\
+         \x20 - id: behaviour\n    kind: observed_behaviour\n    needs: [context, environment, attribution]\n",
+        common::root().display()
+    );
+    let yaml =
+        curation_pipeline("syn", &mirrors, &server.base_url, "    repeats: 1\n    max_attempts: 1\n", &more);
+    s.write("p.yaml", &yaml);
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    let db = rusqlite::Connection::open(s.path(".curate/syn/state.db")).unwrap();
+    let observed = |n: usize| -> Value {
+        let out: String = db
+            .query_row(
+                "SELECT output FROM tasks WHERE stage = 'behaviour' AND item = ?1",
+                [format!("curate-sample__durations-3#{n}")],
+                |r| r.get(0),
+            )
+            .unwrap();
+        serde_json::from_str(&out).unwrap()
+    };
+    let calls = |o: &Value| -> Vec<String> {
+        o["differences"].as_array().unwrap().iter().map(|d| d["call"].as_str().unwrap().to_string()).collect()
+    };
+
+    let c1 = observed(1);
+    assert_eq!(c1["targets"], serde_json::json!(["parse_duration"]), "{c1}");
+    let first = &c1["differences"][0];
+    assert_eq!(first["call"], "parse_duration('4.1m')", "the comment's own call comes first: {c1}");
+    assert_eq!(first["from"], "comment");
+    assert_eq!(first["reviewed"], "returns 245");
+    assert_eq!(first["fixed"], "returns 246");
+
+    let c2 = observed(2);
+    assert!(calls(&c2).contains(&"parse_duration('1.2.3h')".to_string()), "{c2}");
+    let malformed =
+        c2["differences"].as_array().unwrap().iter().find(|d| d["call"] == "parse_duration('1.2.3h')");
+    assert_eq!(malformed.unwrap()["fixed"], "raises ValueError: malformed duration: '1.2.3h'", "{c2}");
+
+    let c3 = observed(3);
+    assert_eq!(c3["differences"], serde_json::json!([]), "a docstring changes no result: {c3}");
+    assert_eq!(c3["errors"], serde_json::json!([null, null]), "{c3}");
+}

@@ -9,6 +9,7 @@ pub mod build;
 pub mod docker;
 pub mod host;
 pub mod hosts;
+pub mod probe;
 pub mod sandbox;
 pub mod testrun;
 

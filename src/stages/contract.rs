@@ -81,6 +81,17 @@ impl Contract for Attribution {
     const NAME: &'static str = "attribution";
 }
 
+/// `observed_behaviour`: calls whose results differ between the reviewed and the fixed code.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Observed {
+    /// The differences chosen for the test writer, most telling first.
+    pub differences: Vec<crate::synthesis::observed::Difference>,
+}
+
+impl Contract for Observed {
+    const NAME: &'static str = "observed";
+}
+
 /// `environment`: the PR's image and what it knows of the project.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Environment {

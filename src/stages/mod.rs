@@ -10,6 +10,7 @@ use crate::record::{PullRequest, ReviewComment};
 
 pub mod agent_validation;
 pub mod attribution;
+pub mod behaviour;
 pub mod comment_context;
 pub mod contract;
 pub mod environment;
@@ -31,6 +32,7 @@ const REGISTRY: &[(&str, BuildFn)] = &[
     ("review_filter", review_filter::build),
     ("attribution", attribution::build),
     ("environment", environment::build_stage),
+    ("observed_behaviour", behaviour::build),
     ("test_synthesis", test_synthesis::build),
     ("agent_validation", agent_validation::build),
     ("review", review::build),

@@ -32,11 +32,12 @@ use crate::record::{PullRequest, ReviewComment};
 use crate::repo::Mirrors;
 use crate::synthesis::answer::test_code;
 use crate::synthesis::facts::{self, MAX_SIGNATURES};
+use crate::synthesis::observed;
 use crate::synthesis::oracle::{Miss, for_feedback, judge, reasons};
 use crate::synthesis::relevance;
 use crate::synthesis::source::{code_only, network_use, test_kind};
 
-const PLACEHOLDERS: [&str; 12] = [
+const PLACEHOLDERS: [&str; 13] = [
     "pr_title",
     "pr_body",
     "path",
@@ -49,6 +50,7 @@ const PLACEHOLDERS: [&str; 12] = [
     "signatures",
     "changed_signatures",
     "test_imports",
+    "observed",
 ];
 const FEEDBACK_PLACEHOLDERS: [&str; 5] =
     ["problem", "reviewed_verdict", "reviewed_output", "fixed_verdict", "fixed_output"];
@@ -141,7 +143,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     // description); importing the project's tests is a miss; with an attribution upstream, the
     // relevance gate. 5: an answer that repeats an earlier one is sampled again. 6: floats at full
     // precision in the fed-back output are cut (measurements made every run differ). 7: pytest
-    // plugins' state directories (.benchmarks, .hypothesis) are not writes of the test.
+    // plugins' state directories (.benchmarks, .hypothesis) are not writes of the test. 8: the
+    // partial revert. 9: observed behaviour in the prompt.
     Ok(StageDef {
         side_effects: true,
         files: vec![
@@ -153,18 +156,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         unhashed: &["llm"],
         provides: Some(contract::Test::NAME),
         requires: vec![contract::CommentContext::NAME, contract::Environment::NAME],
-        ..StageDef::new(stage, 8, Scope::Comment, Resource::Llm)
+        ..StageDef::new(stage, 9, Scope::Comment, Resource::Llm)
     })
-}
-
-/// The import path of a Python file: `src/pkg/mod.py` is `pkg.mod`, `pkg/__init__.py` is `pkg`.
-fn module_of(path: &str, packages: &[String]) -> String {
-    let Some(stem) = path.strip_suffix(".py") else {
-        return packages.first().cloned().unwrap_or_default();
-    };
-    let stem = stem.strip_prefix("src/").unwrap_or(stem);
-    let stem = stem.strip_suffix("/__init__").unwrap_or(stem);
-    stem.replace('/', ".")
 }
 
 /// At most `max` lines of `text`, as a window around lines `start..=end` (from 1) when longer.
@@ -212,6 +205,9 @@ struct Inputs {
     /// The changes of the fix that answer the comment, when an `attribution` stage is upstream:
     /// an accepted test must then reach them.
     attribution: Option<contract::Attribution>,
+    /// Calls whose results differ between the two commits, when an `observed_behaviour` stage is
+    /// upstream.
+    observed: Option<contract::Observed>,
 }
 
 fn inputs(input: &TaskInput) -> Result<Inputs, TaskError> {
@@ -222,7 +218,19 @@ fn inputs(input: &TaskInput) -> Result<Inputs, TaskError> {
         Some(_) => Some(contract::upstream(input)?),
         None => None,
     };
-    Ok(Inputs { pr, comment, context, image: environment.image, packages: environment.imports, attribution })
+    let observed = match input.output_of(contract::Observed::NAME) {
+        Some(_) => Some(contract::upstream(input)?),
+        None => None,
+    };
+    Ok(Inputs {
+        pr,
+        comment,
+        context,
+        image: environment.image,
+        packages: environment.imports,
+        attribution,
+        observed,
+    })
 }
 
 /// A test file name from the comment's id.
@@ -302,8 +310,12 @@ impl Synthesis {
             ("signatures", listed(&before_sigs, MAX_SIGNATURES, "# no public definitions")),
             ("changed_signatures", listed(&changed, MAX_SIGNATURES, "# none")),
             ("test_imports", listed(test_imports, facts::MAX_TEST_IMPORTS, "# no test imports it")),
+            (
+                "observed",
+                i.observed.as_ref().map_or("# not observed".into(), |o| observed::shown(&o.differences)),
+            ),
             ("path", path.to_string()),
-            ("module", module_of(path, &i.packages)),
+            ("module", facts::module_of(path, &i.packages)),
             ("comment", i.comment.text.trim().to_string()),
             ("diff_hunk", hunk),
             ("file_before", clip(&c.file_before, start, end, self.file_lines)),
@@ -366,7 +378,7 @@ impl Synthesis {
         let head = i.pr.head_commit.clone();
         let paths: Vec<String> =
             std::iter::once(i.context.path.clone()).chain(i.context.fixed_path.clone()).collect();
-        let module = module_of(&i.context.path, &i.packages);
+        let module = facts::module_of(&i.context.path, &i.packages);
         // The two trees to run against, what the fix changed in the commented file, and how the
         // project's tests import the module.
         let (fix_diff, test_imports) = tokio::task::spawn_blocking(move || {

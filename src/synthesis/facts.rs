@@ -19,6 +19,16 @@ const MAX_TEST_FILES: usize = 400;
 /// Decorators that change how a definition is used, kept in front of it.
 const TELLING_DECORATORS: [&str; 4] = ["property", "staticmethod", "classmethod", "dataclass"];
 
+/// The import path of a Python file: `src/pkg/mod.py` is `pkg.mod`, `pkg/__init__.py` is `pkg`.
+pub fn module_of(path: &str, packages: &[String]) -> String {
+    let Some(stem) = path.strip_suffix(".py") else {
+        return packages.first().cloned().unwrap_or_default();
+    };
+    let stem = stem.strip_prefix("src/").unwrap_or(stem);
+    let stem = stem.strip_suffix("/__init__").unwrap_or(stem);
+    stem.replace('/', ".")
+}
+
 /// The public definitions of `source`, one a line, as Python stubs: `def f(a, b=1) -> int`, and a
 /// class's public methods indented under `class C(Base)`.
 pub fn signatures(source: &str) -> Vec<String> {

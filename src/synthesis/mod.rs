@@ -2,11 +2,12 @@
 //! talk to a model or to Docker: reading the model's answer ([`answer`]), judging a candidate from
 //! its runs on the reviewed and the fixed commit ([`oracle`]), and reading the test statically
 //! ([`source`]: its imports, its use of the network, behavioural or structural), and the facts the
-//! model is given so it need not guess them ([`facts`]: signatures, the tests' imports). The loop that ties
+//! model is given so it need not guess them ([`facts`]: signatures, the tests' imports; [`observed`]: calls whose results differ between the two commits). The loop that ties
 //! them to the model and the sandbox is the `test_synthesis` stage.
 
 pub mod answer;
 pub mod facts;
+pub mod observed;
 pub mod oracle;
 pub mod relevance;
 pub mod source;

@@ -1,0 +1,187 @@
+//! `observed_behaviour`: per kept review comment, the calls of the changed code whose results differ
+//! between the reviewed and the fixed commit, found by running the probe (`exec::probe`) in the PR's
+//! image on both. A test writer given "on the reviewed code `f(x)` raises IndexError, on the changed
+//! code ValueError" has its test nearly written; one that must find such a call alone often asserts
+//! the wrong thing. The changed lines are the comment's attributed changes when an `attribution`
+//! stage is upstream, else every change of the fix to the commented file.
+//!
+//! It never rejects a comment: finding no difference is a fact too (the change may not be
+//! behavioural, or its inputs may be out of the probe's reach). Everything the probe said is stored.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use serde_yaml::Mapping;
+
+use super::contract::{self, Contract};
+use super::{AsyncStage, StageContext, StageDef, TaskError, TaskInput, adapt, comment_records};
+use crate::engine::item::Scope;
+use crate::engine::resources::Resource;
+use crate::engine::spec::parse_config;
+use crate::errors::ConfigError;
+use crate::exec::hosts::Hosts;
+use crate::exec::probe::{self, Request};
+use crate::repo::Mirrors;
+use crate::repo::hunks;
+use crate::synthesis::facts;
+use crate::synthesis::observed;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    /// Differences handed on to the test writer at most.
+    #[serde(default = "default_shown")]
+    shown: usize,
+}
+
+fn default_shown() -> usize {
+    4
+}
+
+struct Behaviour {
+    mirrors: Arc<Mirrors>,
+    docker: Arc<Hosts>,
+    shown: usize,
+}
+
+pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
+    let config: Config = parse_config(config)?;
+    if config.shown == 0 {
+        return Err(ConfigError::new("shown", "must be at least 1"));
+    }
+    let stage =
+        adapt(Behaviour { mirrors: ctx.mirrors.clone(), docker: ctx.docker.clone(), shown: config.shown });
+    Ok(StageDef {
+        side_effects: true,
+        // Results change with the probe's code, which is not a file of the pipeline.
+        fingerprint_extra: json!({"probe": probe::version()}),
+        provides: Some(contract::Observed::NAME),
+        requires: vec![contract::CommentContext::NAME, contract::Environment::NAME],
+        ..StageDef::new(stage, 1, Scope::Comment, Resource::Docker)
+    })
+}
+
+/// The changed lines of the commented file: (added, in the fixed file; removed, in the reviewed one).
+fn changed_lines(
+    context: &contract::CommentContext,
+    attribution: Option<&contract::Attribution>,
+    diff: &str,
+) -> (Vec<u64>, Vec<u64>) {
+    let fixed_path = context.fixed_path.as_deref().unwrap_or(&context.path);
+    let (mut added, mut removed) = (Vec::new(), Vec::new());
+    match attribution {
+        Some(a) => {
+            for change in a.changes.iter().filter(|c| c.path == fixed_path || c.path == context.path) {
+                added.extend(&change.added);
+                removed.extend(&change.removed);
+            }
+        }
+        None => {
+            for hunk in hunks::parse(diff) {
+                added.extend(hunk.added.iter().map(|(n, _)| *n));
+                removed.extend(hunk.removed.iter().map(|(n, _)| *n));
+            }
+        }
+    }
+    (added, removed)
+}
+
+impl Behaviour {
+    async fn observe(&self, input: &TaskInput) -> Result<Value, TaskError> {
+        let (pr, comment) = comment_records(input)?;
+        let context: contract::CommentContext = contract::upstream(input)?;
+        let environment: contract::Environment = contract::upstream(input)?;
+        let attribution: Option<contract::Attribution> = match input.output_of(contract::Attribution::NAME) {
+            Some(_) => Some(contract::upstream(input)?),
+            None => None,
+        };
+        let (Some(after), true) = (context.file_after.as_deref(), context.path.ends_with(".py")) else {
+            return Ok(json!({"differences": [], "skipped": "not a Python file on both sides"}));
+        };
+        let Some(fixed_commit) = pr.fixed_commit.clone() else {
+            return Err(TaskError::reject("the PR has no fixed commit"));
+        };
+        let work =
+            tempfile::tempdir().map_err(|e| TaskError::infra(format!("no temporary directory: {e}")))?;
+        let (reviewed, fixed) = (work.path().join("reviewed"), work.path().join("fixed"));
+        let (mirrors, repo, head, path) =
+            (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone(), context.path.clone());
+        let (r, f) = (reviewed.clone(), fixed.clone());
+        let diff = tokio::task::spawn_blocking(move || {
+            let mirror = mirrors.open(&repo, &[&head, &fixed_commit])?;
+            mirrors.checkout(&mirror, &head, &r)?;
+            mirrors.checkout(&mirror, &fixed_commit, &f)?;
+            Ok::<_, TaskError>(mirror.diff_of(&head, &fixed_commit, &[&path])?)
+        })
+        .await
+        .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))??;
+
+        let (added, removed) = changed_lines(&context, attribution.as_ref(), &diff);
+        let module = facts::module_of(&context.path, &environment.imports);
+        let mut request = Request {
+            module: &module,
+            before: &context.file_before,
+            after,
+            added: &added,
+            removed: &removed,
+            comment: &comment.text,
+            calls: None,
+        };
+        let docker = &*self.docker;
+        let on_fixed = probe::run(docker, &environment.image, &fixed, &request).await?;
+        request.calls = Some(on_fixed.calls.iter().map(|c| (c.from.clone(), c.call.clone())).collect());
+        let on_reviewed = probe::run(docker, &environment.image, &reviewed, &request).await?;
+        let all = observed::differences(&on_fixed.calls, &on_reviewed.calls);
+        let chosen = observed::chosen(&all, self.shown);
+        Ok(json!({
+            "differences": chosen,
+            "module": module,
+            "targets": on_fixed.targets,
+            "calls": on_fixed.calls.len(),
+            "differing": all.len(),
+            "all_differences": all,
+            "errors": [on_fixed.error, on_reviewed.error],
+            "seconds": [on_fixed.seconds, on_reviewed.seconds],
+        }))
+    }
+}
+
+impl AsyncStage for Behaviour {
+    async fn run(&self, input: TaskInput) -> Result<Value, TaskError> {
+        self.observe(&input).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn context() -> contract::CommentContext {
+        contract::CommentContext {
+            path: "pkg/a.py".into(),
+            fixed_path: None,
+            start_line: 3,
+            end_line: 3,
+            file_before: String::new(),
+            file_after: Some(String::new()),
+        }
+    }
+
+    #[test]
+    fn the_attributed_changes_of_the_commented_file_are_the_changed_lines() {
+        let change = |path: &str, added: Vec<u64>, removed: Vec<u64>| contract::AttributedChange {
+            path: path.into(),
+            added,
+            removed,
+            new_start: 1,
+        };
+        let attribution = contract::Attribution {
+            how: "model".into(),
+            changes: vec![change("pkg/a.py", vec![4, 5], vec![4]), change("pkg/b.py", vec![9], vec![])],
+        };
+        let diff = "diff --git a/pkg/a.py b/pkg/a.py\n--- a/pkg/a.py\n+++ b/pkg/a.py\n@@ -1,2 +1,2 @@\n-x = 1\n+x = 2\n y = 3\n";
+        assert_eq!(changed_lines(&context(), Some(&attribution), diff), (vec![4, 5], vec![4]));
+        assert_eq!(changed_lines(&context(), None, diff), (vec![1], vec![1]));
+    }
+}
