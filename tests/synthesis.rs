@@ -347,5 +347,80 @@ fn calls_whose_results_differ_between_the_commits_are_found_for_each_comment() {
 
     let c3 = observed(3);
     assert_eq!(c3["differences"], serde_json::json!([]), "a docstring changes no result: {c3}");
-    assert_eq!(c3["errors"], serde_json::json!([null, null]), "{c3}");
+    assert_eq!(c3["errors"], serde_json::json!([null, null, null]), "{c3}");
+}
+
+/// With `candidates: 2`, an attempt whose first answer misses asks for one more, sampled under a
+/// seed of its own; the first accepted candidate is kept, every candidate is stored, and the
+/// conversation goes on from the first answer when none is accepted.
+#[test]
+fn a_second_sampled_candidate_is_judged_when_the_first_misses() {
+    if !docker_or_skip("the candidates test") {
+        return;
+    }
+    let (record, texts) = durations3();
+    let keys: Vec<String> = texts.iter().map(|t| t.chars().take(60).collect()).collect();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let server = Server::responding(move |body| {
+        let messages = body["messages"].as_array().unwrap();
+        let first_user = messages.iter().find(|m| m["role"] == "user").unwrap()["content"].as_str().unwrap();
+        let comment = keys.iter().position(|k| first_user.contains(k.as_str()));
+        let sampled = body["temperature"].as_f64().unwrap_or(0.0) > 0.0;
+        let attempt = messages.iter().filter(|m| m["role"] == "assistant").count();
+        log.lock().unwrap().push((comment, attempt, sampled, body["seed"].as_i64()));
+        match (comment, sampled) {
+            // The rounding comment: the first answer passes on both sides, the sampled one is right.
+            (Some(0), false) => fence(PASSES_BOTH),
+            (Some(0), true) => fence(BEHAVIOURAL),
+            // The others: never right, so both attempts ask for a second candidate.
+            _ => fence(PASSES_BOTH),
+        }
+    });
+    let s = Scratch::new();
+    let mirrors = s.sample_mirrors();
+    s.write("one.jsonl", &format!("{record}\n"));
+    let extra = "    repeats: 1\n    max_attempts: 2\n    candidates: 2\n    llm: {seed: 7}\n";
+    s.write("p.yaml", &curation_pipeline("syn", &mirrors, &server.base_url, extra, ""));
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows = rows(&s);
+    let id = |n: usize| format!("curate-sample__durations-3#{n}");
+
+    let (state, _, c1) = &rows[&id(1)];
+    assert_eq!(state, "kept", "{c1}");
+    assert_eq!(c1["attempts"], 1);
+    let history = c1["history"].as_array().unwrap();
+    assert_eq!(history.len(), 2, "{c1}");
+    assert_eq!(history[0]["result"], "passed on both sides");
+    assert_eq!(history[1]["result"], "accepted");
+    assert_eq!(history[1]["candidate"], 2);
+    assert_eq!(c1["test"].as_str().unwrap(), BEHAVIOURAL);
+
+    // A comment no candidate answers: two attempts of two candidates, the second of each a repeat
+    // of an earlier answer (the same test), stored but not run again.
+    let (state, reason, c2) = &rows[&id(2)];
+    assert_eq!(state, "rejected", "{c2}");
+    assert_eq!(reason.as_deref(), Some("passed on both sides"), "the first candidate's miss is the reason");
+    let history = c2["history"].as_array().unwrap();
+    let results: Vec<&str> = history.iter().map(|h| h["result"].as_str().unwrap()).collect();
+    assert_eq!(
+        results,
+        [
+            "passed on both sides",
+            "the same answer as an earlier one",
+            "passed on both sides",
+            "the same answer as an earlier one"
+        ],
+        "{c2}"
+    );
+
+    // The sampled requests carry their own seeds: attempt a's candidate k has 7 + 1000 a + k.
+    let seen = seen.lock().unwrap();
+    let sampled: Vec<Option<i64>> = seen
+        .iter()
+        .filter(|(c, _, sampled, _)| *c == Some(0) && *sampled)
+        .map(|(_, _, _, seed)| *seed)
+        .collect();
+    assert_eq!(sampled, [Some(1009)], "{seen:?}");
 }

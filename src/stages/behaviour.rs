@@ -5,6 +5,11 @@
 //! the wrong thing. The changed lines are the comment's attributed changes when an `attribution`
 //! stage is upstream, else every change of the fix to the commented file.
 //!
+//! When the fix makes several changes, a call may differ because of another one (the even-count
+//! median for a comment about empty input): with an attribution, the calls also run on the fixed
+//! tree with only the comment's changes undone, and a difference counts only if the result there
+//! is not the fixed one.
+//!
 //! It never rejects a comment: finding no difference is a fact too (the change may not be
 //! behavioural, or its inputs may be out of the probe's reach). Everything the probe said is stored.
 
@@ -15,6 +20,7 @@ use serde_json::{Value, json};
 use serde_yaml::Mapping;
 
 use super::contract::{self, Contract};
+use super::partial;
 use super::{AsyncStage, StageContext, StageDef, TaskError, TaskInput, adapt, comment_records};
 use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
@@ -133,16 +139,31 @@ impl Behaviour {
         request.calls = Some(on_fixed.calls.iter().map(|c| (c.from.clone(), c.call.clone())).collect());
         let on_reviewed = probe::run(docker, &environment.image, &reviewed, &request).await?;
         let all = observed::differences(&on_fixed.calls, &on_reviewed.calls);
-        let chosen = observed::chosen(&all, self.shown);
+        // With several changes in the fix, a difference may come from another one: the calls run
+        // once more with only the comment's changes undone, and must give another result there.
+        let mut partial_run = None;
+        if let (Some(attribution), false) = (&attribution, all.is_empty()) {
+            let changes = partial::changes(attribution);
+            let texts = partial::fixed_texts(&changes, &fixed);
+            if let Some(tree) = partial::tree(&reviewed, &fixed, &changes, &texts).await? {
+                partial_run = Some(probe::run(docker, &environment.image, tree.path(), &request).await?);
+            }
+        }
+        let caused = match &partial_run {
+            Some(p) if p.error.is_none() => observed::caused_by_change(&all, &p.calls),
+            _ => all.clone(),
+        };
+        let chosen = observed::chosen(&caused, self.shown);
         Ok(json!({
             "differences": chosen,
             "module": module,
             "targets": on_fixed.targets,
             "calls": on_fixed.calls.len(),
             "differing": all.len(),
+            "caused_by_change": partial_run.as_ref().map(|_| caused.len()),
             "all_differences": all,
-            "errors": [on_fixed.error, on_reviewed.error],
-            "seconds": [on_fixed.seconds, on_reviewed.seconds],
+            "errors": [on_fixed.error, on_reviewed.error, partial_run.as_ref().and_then(|p| p.error.clone())],
+            "seconds": [on_fixed.seconds, on_reviewed.seconds, partial_run.as_ref().map(|p| p.seconds)],
         }))
     }
 }

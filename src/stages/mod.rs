@@ -16,6 +16,7 @@ pub mod contract;
 pub mod environment;
 pub mod exec;
 pub mod noop;
+pub mod partial;
 pub mod review;
 pub mod review_filter;
 pub mod revise;

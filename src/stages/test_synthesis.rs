@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use serde_yaml::Mapping;
 
 use super::contract::{self, Contract};
+use super::partial;
 use super::{AsyncStage, StageContext, StageDef, TaskError, TaskInput, adapt, comment_records};
 use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
@@ -61,6 +62,9 @@ const HUNK_LINES: usize = 12;
 const BODY_CHARS: usize = 600;
 /// The temperature an answer that repeats an earlier one is asked again at.
 const RESAMPLE_TEMPERATURE: f32 = 0.7;
+/// Seeds of the sampled candidates: attempt `a`'s candidate `k` is the stage's seed plus
+/// `a * CANDIDATE_SEEDS + k`, apart from the seeds a repeat is resampled with.
+const CANDIDATE_SEEDS: i64 = 1000;
 /// Lines of each side's output sent back to the model, and kept per attempt in the store.
 const FEEDBACK_LINES: usize = 15;
 const STORED_OUTPUT_LINES: usize = 120;
@@ -75,6 +79,10 @@ struct Config {
     /// Model answers in all, the first included (the paper allows three).
     #[serde(default = "default_attempts")]
     max_attempts: u32,
+    /// Answers judged per attempt: the first at the stage's temperature and seed, the others
+    /// sampled; the first accepted is kept, and the conversation goes on from the first.
+    #[serde(default = "default_candidates")]
+    candidates: u32,
     /// Runs of each side a candidate must give the same result in, the first included.
     #[serde(default = "default_repeats")]
     repeats: u32,
@@ -91,6 +99,9 @@ struct Config {
 
 fn default_attempts() -> u32 {
     3
+}
+fn default_candidates() -> u32 {
+    1
 }
 fn default_repeats() -> u32 {
     3
@@ -109,6 +120,7 @@ struct Synthesis {
     mirrors: Arc<Mirrors>,
     docker: Arc<Hosts>,
     max_attempts: u32,
+    candidates: u32,
     repeats: u32,
     timeout: Duration,
     file_lines: usize,
@@ -118,6 +130,9 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     let config: Config = parse_config(config)?;
     if config.max_attempts == 0 {
         return Err(ConfigError::new("max_attempts", "must be at least 1"));
+    }
+    if config.candidates == 0 {
+        return Err(ConfigError::new("candidates", "must be at least 1"));
     }
     if config.repeats == 0 {
         return Err(ConfigError::new("repeats", "must be at least 1"));
@@ -134,6 +149,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         mirrors: ctx.mirrors.clone(),
         docker: ctx.docker.clone(),
         max_attempts: config.max_attempts,
+        candidates: config.candidates,
         repeats: config.repeats,
         timeout: Duration::from_secs(config.timeout_secs),
         file_lines: config.file_lines,
@@ -231,6 +247,16 @@ fn inputs(input: &TaskInput) -> Result<Inputs, TaskError> {
         attribution,
         observed,
     })
+}
+
+/// One candidate answer, judged.
+struct Judged {
+    /// What is stored of it: its code (or the answer, when it held none), runs and evidence.
+    record: Value,
+    /// Accepted, with its verdict on the reviewed code; or the miss.
+    outcome: Result<Verdict, Miss>,
+    /// Its runs on the reviewed and the fixed code, when it ran.
+    runs: Option<(TestRun, TestRun)>,
 }
 
 /// A test file name from the comment's id.
@@ -403,78 +429,130 @@ impl Synthesis {
         for attempt in 1..=self.max_attempts {
             let answer = self.answer(&messages, &answers, input).await?;
             answers.push(answer.text.clone());
+            let asked = messages.clone();
             messages.push(Message::assistant(answer.text.clone()));
-            let code = match test_code(&answer.text, answer.truncated) {
-                Ok(code) => code,
-                Err(why) => {
-                    let miss = Miss { reason: reasons::UNPARSEABLE, problem: format!("{why}.") };
-                    history.push(json!({"attempt": attempt, "answer": answer.text, "result": miss.reason, "problem": miss.problem}));
-                    messages.push(self.feedback_message(&miss, None));
-                    last = miss.reason;
-                    continue;
+            let first = self.judge_answer(docker, &i, trees, &file, &answer).await?;
+            let mut judged = vec![first];
+            // More candidates for the same conversation, sampled, while none is accepted.
+            for k in 2..=self.candidates {
+                if judged.iter().any(|j| j.outcome.is_ok()) {
+                    break;
                 }
-            };
-            if let Some(miss) = static_miss(&code, &i.packages) {
-                history.push(
-                    json!({"attempt": attempt, "code": code, "result": miss.reason, "problem": miss.problem}),
-                );
-                messages.push(self.feedback_message(&miss, None));
-                last = miss.reason;
-                continue;
+                let extra = self.candidate(&asked, attempt, k, input).await?;
+                let mut j = if answers.contains(&extra.text) {
+                    let miss = Miss {
+                        reason: reasons::REPEAT,
+                        problem: "the same answer as an earlier one.".into(),
+                    };
+                    Judged { record: json!({"answer": extra.text}), outcome: Err(miss), runs: None }
+                } else {
+                    self.judge_answer(docker, &i, trees, &file, &extra).await?
+                };
+                answers.push(extra.text);
+                j.record["candidate"] = json!(k);
+                judged.push(j);
             }
-            let (reviewed, after) = self.both(docker, &i.image, trees, (&file, &code), 0).await?;
-            let mut record = json!({
-                "attempt": attempt,
-                "code": code,
-                "reviewed": run_record(&reviewed),
-                "fixed": run_record(&after),
-            });
-            let judged = match judge(&reviewed, &after, &i.packages) {
-                Ok(()) => {
-                    self.repeat(docker, &i.image, trees, (&file, &code), &reviewed, &mut record).await?
-                }
-                Err(miss) => Err(miss),
-            };
-            let judged = match (judged, &i.attribution) {
-                (Ok(()), Some(attribution)) => {
-                    self.relevance(docker, &i, attribution, trees, (&file, &code), &mut record).await?
-                }
-                (judged, _) => judged,
-            };
-            match judged {
-                Ok(()) => {
-                    record["result"] = json!("accepted");
-                    history.push(record);
-                    let kind = test_kind(&code, &i.packages);
-                    let relevance = history.last().and_then(|r| r.get("relevance")).cloned();
-                    return Ok(json!({
-                        "test_file": file,
-                        "test": code,
-                        "kind": kind.kind,
-                        "kind_because": kind.because,
-                        "reviewed_verdict": reviewed.verdict,
-                        "attempts": attempt,
-                        "relevance": relevance,
-                        "history": history,
-                    }));
-                }
-                Err(miss) => {
-                    record["result"] = json!(miss.reason);
-                    record["problem"] = json!(miss.problem);
-                    history.push(record);
-                    last = miss.reason;
-                    // A test that fails and passes by chance is no oracle: final, no more tries.
-                    if miss.reason == reasons::FLAKY {
-                        break;
+            for j in &mut judged {
+                j.record["attempt"] = json!(attempt);
+                let result = match &j.outcome {
+                    Ok(_) => json!("accepted"),
+                    Err(miss) => {
+                        j.record["problem"] = json!(miss.problem);
+                        json!(miss.reason)
                     }
-                    messages.push(self.feedback_message(&miss, Some((&reviewed, &after))));
-                }
+                };
+                j.record["result"] = result;
+                history.push(j.record.clone());
             }
+            if let Some(accepted) = judged.iter().find(|j| j.outcome.is_ok()) {
+                let code = accepted.record["code"].as_str().unwrap_or_default().to_string();
+                let kind = test_kind(&code, &i.packages);
+                return Ok(json!({
+                    "test_file": file,
+                    "test": code,
+                    "kind": kind.kind,
+                    "kind_because": kind.because,
+                    "reviewed_verdict": accepted.outcome.as_ref().ok(),
+                    "attempts": attempt,
+                    "relevance": accepted.record.get("relevance").cloned(),
+                    "history": history,
+                }));
+            }
+            // The conversation goes on from the first candidate, the one asked at the stage's own
+            // temperature and seed.
+            let first = &judged[0];
+            let Err(miss) = &first.outcome else { unreachable!("no candidate was accepted") };
+            last = miss.reason;
+            // A test that fails and passes by chance is no oracle: final, no more tries.
+            if miss.reason == reasons::FLAKY {
+                break;
+            }
+            messages.push(self.feedback_message(miss, first.runs.as_ref().map(|(r, f)| (r, f))));
         }
         Err(TaskError::Reject {
             reason: last.to_string(),
             detail: json!({"attempts": history.len(), "history": history}),
         })
+    }
+
+    /// Judges one answer: its test read, run on both sides (and repeated, and held to the relevance
+    /// gate, while it holds). The record is the attempt's, without its attempt number and result.
+    async fn judge_answer(
+        &self,
+        docker: &Hosts,
+        i: &Inputs,
+        trees: Trees<'_>,
+        file: &str,
+        answer: &crate::llm::Answer,
+    ) -> Result<Judged, TaskError> {
+        let code = match test_code(&answer.text, answer.truncated) {
+            Ok(code) => code,
+            Err(why) => {
+                let miss = Miss { reason: reasons::UNPARSEABLE, problem: format!("{why}.") };
+                return Ok(Judged { record: json!({"answer": answer.text}), outcome: Err(miss), runs: None });
+            }
+        };
+        if let Some(miss) = static_miss(&code, &i.packages) {
+            return Ok(Judged { record: json!({"code": code}), outcome: Err(miss), runs: None });
+        }
+        let (reviewed, after) = self.both(docker, &i.image, trees, (file, &code), 0).await?;
+        let mut record = json!({
+            "code": code,
+            "reviewed": run_record(&reviewed),
+            "fixed": run_record(&after),
+        });
+        let judged = match judge(&reviewed, &after, &i.packages) {
+            Ok(()) => self.repeat(docker, &i.image, trees, (file, &code), &reviewed, &mut record).await?,
+            Err(miss) => Err(miss),
+        };
+        let judged = match (judged, &i.attribution) {
+            (Ok(()), Some(attribution)) => {
+                self.relevance(docker, i, attribution, trees, (file, &code), &mut record).await?
+            }
+            (judged, _) => judged,
+        };
+        let verdict = reviewed.verdict;
+        Ok(Judged { record, outcome: judged.map(|()| verdict), runs: Some((reviewed, after)) })
+    }
+
+    /// Candidate `k` (from 2) of attempt `attempt`: the same conversation, sampled at
+    /// [`RESAMPLE_TEMPERATURE`] or the stage's own if higher, under a seed of its own.
+    async fn candidate(
+        &self,
+        messages: &[Message],
+        attempt: u32,
+        k: u32,
+        input: &TaskInput,
+    ) -> Result<crate::llm::Answer, TaskError> {
+        let request = self.llm.request(messages.to_vec());
+        let sampled = crate::llm::ChatRequest {
+            temperature: request.temperature.max(RESAMPLE_TEMPERATURE),
+            seed: Some(request.seed.unwrap_or(0) + CANDIDATE_SEEDS * i64::from(attempt) + i64::from(k)),
+            ..request
+        };
+        let (answer, _) = self.llm.chat(&sampled).await.map_err(TaskError::infra)?;
+        input.meter.add(answer.usage.into());
+        Ok(answer)
     }
 
     /// The model's next answer. At temperature 0 a small model often sends an earlier answer back
@@ -514,24 +592,10 @@ impl Synthesis {
         test: (&str, &str),
         record: &mut Value,
     ) -> Result<Result<(), Miss>, TaskError> {
+        let changes = partial::changes(attribution);
         // Each attributed file read once; the gate's parts look it up.
-        let texts: BTreeMap<&str, String> = attribution
-            .changes
-            .iter()
-            .filter(|c| crate::record::check_repo_path(&c.path).is_ok())
-            .filter_map(|c| Some((c.path.as_str(), std::fs::read_to_string(trees.fixed.join(&c.path)).ok()?)))
-            .collect();
+        let texts = partial::fixed_texts(&changes, trees.fixed);
         let fixed_file = |path: &str| texts.get(path).cloned();
-        let changes: Vec<relevance::Change<'_>> = attribution
-            .changes
-            .iter()
-            .map(|c| relevance::Change {
-                path: &c.path,
-                added: &c.added,
-                removed: &c.removed,
-                new_start: c.new_start,
-            })
-            .collect();
         let targets = relevance::targets(&changes, fixed_file);
         if targets.is_empty() {
             record["relevance"] = json!({"how": attribution.how, "checked": "no Python lines to reach"});
@@ -589,9 +653,8 @@ impl Synthesis {
     }
 
     /// The test's verdict on the fixed tree with only the attributed changes undone, or `None` when
-    /// they cannot be undone alone (a pure removal, a file that is not text). `fixed` holds the
-    /// attributed files' fixed text, as the gate read them (a path outside the repository is not
-    /// there).
+    /// they cannot be undone alone. `fixed` holds the attributed files' fixed text, as the gate
+    /// read them.
     async fn partial_revert(
         &self,
         docker: &Hosts,
@@ -601,31 +664,9 @@ impl Synthesis {
         trees: Trees<'_>,
         test: (&str, &str),
     ) -> Result<Option<Verdict>, TaskError> {
-        let mut patched = Vec::new();
-        let paths: std::collections::BTreeSet<&str> = changes.iter().map(|c| c.path).collect();
-        for path in paths {
-            let Some(fixed) = fixed.get(path) else { return Ok(None) };
-            // A file the fix adds has no reviewed side: undone, it is empty.
-            let reviewed = std::fs::read_to_string(trees.reviewed.join(path)).unwrap_or_default();
-            let Some(text) = relevance::reverted(path, changes, fixed, &reviewed) else { return Ok(None) };
-            patched.push((path, text));
-        }
-        let work =
-            tempfile::tempdir().map_err(|e| TaskError::infra(format!("no temporary directory: {e}")))?;
-        let copied = tokio::process::Command::new("cp")
-            .arg("-a")
-            .arg(trees.fixed.join("."))
-            .arg(work.path())
-            .status()
-            .await
-            .map_err(|e| TaskError::infra(format!("cannot copy the fixed tree: {e}")))?;
-        if !copied.success() {
-            return Err(TaskError::infra(format!("cannot copy the fixed tree {}", trees.fixed.display())));
-        }
-        for (path, text) in patched {
-            std::fs::write(work.path().join(path), text)
-                .map_err(|e| TaskError::infra(format!("cannot write the partial revert of {path}: {e}")))?;
-        }
+        let Some(work) = partial::tree(trees.reviewed, trees.fixed, changes, fixed).await? else {
+            return Ok(None);
+        };
         let run = run_test_seeded(docker, &i.image, work.path(), test, self.timeout, 0).await?;
         Ok(Some(run.verdict))
     }
@@ -697,6 +738,7 @@ mod tests {
             mirrors: Arc::new(Mirrors::new(&url, dir.path(), &dir.path().join("cache"))),
             docker: Arc::new(Hosts::local()),
             max_attempts: 1,
+            candidates: 1,
             repeats: 1,
             timeout: Duration::from_secs(5),
             file_lines: 20,

@@ -41,6 +41,19 @@ pub fn differences(fixed: &[Call], reviewed: &[Call]) -> Vec<Difference> {
         .collect()
 }
 
+/// Of `differences`, those the comment's own change causes: the call gives another result on the
+/// fixed code with only that change undone (`partial`) than on the fixed code. A call missing on
+/// the partial side (the probe ran out of time) is kept: nothing says otherwise.
+pub fn caused_by_change(differences: &[Difference], partial: &[Call]) -> Vec<Difference> {
+    let partial: BTreeMap<&str, &str> =
+        partial.iter().map(|c| (c.call.as_str(), c.result.as_str())).collect();
+    differences
+        .iter()
+        .filter(|d| partial.get(d.call.as_str()).is_none_or(|p| *p != d.fixed))
+        .cloned()
+        .collect()
+}
+
 /// How the two results differ, so that only one call of each kind is shown: a call that raises on
 /// one side and not the other differs in kind from one that returns two values.
 fn kind(d: &Difference) -> (String, String) {
@@ -59,18 +72,20 @@ fn rank(from: &str) -> u8 {
     }
 }
 
-/// At most `max` differences for the prompt: calls the comment makes first, then the project's
-/// tests' calls, then made-up ones; of made-up calls, one per kind of difference and function,
-/// the shortest.
+/// At most `max` differences for the prompt. When calls the comment writes differ, only those: the
+/// reviewer named the case, and the other calls of a function the fix changed in several ways are
+/// often about another comment. Else the project's tests' calls, then made-up ones. Of the
+/// comment's and made-up calls, one per function and kind of difference (the shortest made-up one).
 pub fn chosen(all: &[Difference], max: usize) -> Vec<Difference> {
-    let mut ordered: Vec<&Difference> = all.iter().collect();
+    let from_comment = all.iter().any(|d| d.from == "comment");
+    let mut ordered: Vec<&Difference> = all.iter().filter(|d| !from_comment || d.from == "comment").collect();
     ordered.sort_by_key(|d| (rank(&d.from), if d.from == "generated" { d.call.len() } else { 0 }));
     let mut seen = Vec::new();
     let mut out = Vec::new();
     for d in ordered {
         let function = d.call.split('(').next().unwrap_or("").to_string();
         let key = (function, kind(d));
-        if d.from == "generated" && seen.contains(&key) {
+        if d.from != "tests" && seen.contains(&key) {
             continue;
         }
         seen.push(key);
@@ -82,6 +97,21 @@ pub fn chosen(all: &[Difference], max: usize) -> Vec<Difference> {
     out
 }
 
+/// An exception's type, for a result that is one.
+fn raised(result: &str) -> Option<&str> {
+    result.strip_prefix("raises ").map(|r| r.split(':').next().unwrap_or(r))
+}
+
+/// The two results as the prompt shows them. Of two different exceptions only their types: a test
+/// that matches the fix's message word for word asks more than the reviewer did.
+fn pair(d: &Difference) -> (String, String) {
+    match (raised(&d.reviewed), raised(&d.fixed)) {
+        (Some(r), Some(f)) if r != f => (format!("raises {r}"), format!("raises {f}")),
+        (_, Some(f)) => (d.reviewed.clone(), format!("raises {f}")),
+        _ => (d.reviewed.clone(), d.fixed.clone()),
+    }
+}
+
 /// The differences as the prompt shows them: a Python comment per call.
 pub fn shown(differences: &[Difference]) -> String {
     if differences.is_empty() {
@@ -89,7 +119,10 @@ pub fn shown(differences: &[Difference]) -> String {
     }
     differences
         .iter()
-        .map(|d| format!("{}\n# reviewed code: {}\n# changed code: {}", d.call, d.reviewed, d.fixed))
+        .map(|d| {
+            let (reviewed, fixed) = pair(d);
+            format!("{}\n# reviewed code: {reviewed}\n# changed code: {fixed}", d.call)
+        })
         .collect::<Vec<_>>()
         .join("\n\n")
 }
@@ -125,26 +158,56 @@ mod tests {
     }
 
     #[test]
-    fn the_comments_calls_come_first_and_made_up_ones_once_per_kind() {
+    fn the_comments_calls_alone_when_they_differ_else_the_tests_then_made_up_ones_once_per_kind() {
         let d = |c: &str, from: &str, r: &str, f: &str| Difference {
             call: c.into(),
             from: from.into(),
             reviewed: r.into(),
             fixed: f.into(),
         };
-        let all = [
+        let mut all = vec![
             d("median([3, 1, 2, 4])", "generated", "returns 3", "returns 2.5"),
             d("median([1, 2])", "generated", "returns 2", "returns 1.5"),
             d("median(())", "generated", "raises IndexError: x", "raises ValueError: y"),
             d("median([4.0, 1.0, 3.0, 2.0])", "tests", "returns 3.0", "returns 2.5"),
-            d("median([])", "comment", "raises IndexError: x", "raises ValueError: y"),
+            d("median([5.0, 1.0])", "tests", "returns 5.0", "returns 3.0"),
             d("median(None)", "generated", "raises TypeError: x", "returns None"),
-            d("mean(())", "generated", "raises IndexError: x", "raises ValueError: y"),
         ];
-        let shown: Vec<String> = chosen(&all, 4).into_iter().map(|d| d.call).collect();
-        assert_eq!(shown, ["median([])", "median([4.0, 1.0, 3.0, 2.0])", "mean(())", "median(None)"]);
-        let first: Vec<String> = chosen(&all, 1).into_iter().map(|d| d.call).collect();
-        assert_eq!(first, ["median([])"]);
+        let calls = |all: &[Difference], max: usize| -> Vec<String> {
+            chosen(all, max).into_iter().map(|d| d.call).collect()
+        };
+        assert_eq!(
+            calls(&all, 5),
+            ["median([4.0, 1.0, 3.0, 2.0])", "median([5.0, 1.0])", "median(())", "median(None)"],
+            "a made-up call of a kind already shown is left out"
+        );
+        assert_eq!(calls(&all, 1), ["median([4.0, 1.0, 3.0, 2.0])"]);
+        all.push(d("median([])", "comment", "raises IndexError: x", "raises ValueError: y"));
+        all.push(d("median(x=[])", "comment", "raises IndexError: x", "raises ValueError: y"));
+        assert_eq!(calls(&all, 5), ["median([])"], "the comment's calls alone, once per kind");
+    }
+
+    #[test]
+    fn a_difference_the_comments_change_does_not_cause_is_dropped() {
+        let d = |c: &str, r: &str, f: &str| Difference {
+            call: c.into(),
+            from: "tests".into(),
+            reviewed: r.into(),
+            fixed: f.into(),
+        };
+        let all = [
+            d("median([])", "raises IndexError: x", "raises ValueError: y"),
+            d("median([4, 1, 3, 2])", "returns 3", "returns 2.5"),
+            d("median([1, 2])", "returns 2", "returns 1.5"),
+        ];
+        // With only the empty-input check undone: the empty call fails as reviewed, the even
+        // counts still average (another change of the fix did that); the last call was not made.
+        let partial = [
+            call("median([])", "tests", "raises IndexError: x"),
+            call("median([4, 1, 3, 2])", "tests", "returns 2.5"),
+        ];
+        let kept: Vec<String> = caused_by_change(&all, &partial).into_iter().map(|d| d.call).collect();
+        assert_eq!(kept, ["median([])", "median([1, 2])"]);
     }
 
     #[test]
@@ -157,7 +220,17 @@ mod tests {
         };
         assert_eq!(
             shown(&[d]),
-            "median([])\n# reviewed code: raises IndexError: list index out of range\n# changed code: raises ValueError: median of an empty sequence"
+            "median([])\n# reviewed code: raises IndexError\n# changed code: raises ValueError"
+        );
+        let same_type = Difference {
+            call: "parse('1.h')".into(),
+            from: "tests".into(),
+            reviewed: "returns 3600".into(),
+            fixed: "raises ValueError: malformed duration: '1.h'".into(),
+        };
+        assert_eq!(
+            shown(&[same_type]),
+            "parse('1.h')\n# reviewed code: returns 3600\n# changed code: raises ValueError"
         );
         assert_eq!(shown(&[]), "# no call was found whose result differs");
     }

@@ -40,6 +40,8 @@ pub mod reasons {
     pub const FAILED_BOTH: &str = "failed on both sides";
     pub const INVERTED: &str = "fails only on the fixed commit";
     pub const FLAKY: &str = "flaky";
+    /// A sampled candidate that repeats an earlier answer: not judged again.
+    pub const REPEAT: &str = "the same answer as an earlier one";
     pub const IRRELEVANT: &str = "does not exercise the change that answers the comment";
 }
 
