@@ -310,8 +310,11 @@ fn calls_whose_results_differ_between_the_commits_are_found_for_each_comment() {
          \x20 - id: behaviour\n    kind: observed_behaviour\n    needs: [context, environment, attribution]\n",
         common::root().display()
     );
-    let yaml =
-        curation_pipeline("syn", &mirrors, &server.base_url, "    repeats: 1\n    max_attempts: 1\n", &more);
+    let extra = "    repeats: 1\n    max_attempts: 1\n    from_observed: true\n";
+    let yaml = curation_pipeline("syn", &mirrors, &server.base_url, extra, &more).replace(
+        "needs: [context, environment]\n",
+        "needs: [context, environment, attribution, behaviour]\n",
+    );
     s.write("p.yaml", &yaml);
     let out = s.curate(&["run", "p.yaml"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -348,6 +351,19 @@ fn calls_whose_results_differ_between_the_commits_are_found_for_each_comment() {
     let c3 = observed(3);
     assert_eq!(c3["differences"], serde_json::json!([]), "a docstring changes no result: {c3}");
     assert_eq!(c3["errors"], serde_json::json!([null, null, null]), "{c3}");
+
+    // The model's test passes on both sides; the probe's test of the comment's call is judged last
+    // and accepted, through the relevance gate like any other.
+    let tests = rows(&s);
+    let (state, _, t1) = &tests["curate-sample__durations-3#1"];
+    assert_eq!(state, "kept", "{t1}");
+    assert_eq!(t1["written_by"], "observed call");
+    assert!(t1["test"].as_str().unwrap().contains("assert parse_duration('4.1m') == 246"), "{t1}");
+    assert_eq!(t1["history"][0]["result"], "passed on both sides");
+    assert_eq!(t1["relevance"]["partial_revert"], "assertion", "{t1}");
+    // No difference, no test of the probe's: the model's miss stands.
+    let (state, reason, _) = &tests["curate-sample__durations-3#3"];
+    assert_eq!((state.as_str(), reason.as_deref()), ("rejected", Some("passed on both sides")));
 }
 
 /// With `candidates: 2`, an attempt whose first answer misses asks for one more, sampled under a

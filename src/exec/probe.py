@@ -129,6 +129,8 @@ def callable_targets(qualified):
     """What a call must name to reach the touched definitions: function names, method names (as
     attributes), and classes whose constructor changed."""
     functions, methods, classes = set(), set(), set()
+    # A test function of a commented test module is not code under test.
+    qualified = [q for q in qualified if not q.split(".")[-1].startswith("test")]
     for q in qualified:
         if "." not in q:
             if not q.startswith("_"):
@@ -159,6 +161,29 @@ def reaches(tree, targets):
             return True
         if isinstance(f, ast.Attribute) and (f.attr in methods or f.attr in functions or f.attr in classes):
             return True
+    return False
+
+
+def calls_known(tree, known):
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in known
+               for n in ast.walk(tree))
+
+
+def echoes(call, comment):
+    """Whether a call passes a value the comment names (`'1.0.0-rc.01'`, `max_length=0`, 25): a call
+    of the project's tests about the comment's case, rather than another case of the same code."""
+    flat = re.sub(r"\s+", "", comment)
+    node = ast.parse(call, mode="eval")
+    for n in ast.walk(node):
+        if isinstance(n, ast.keyword) and n.arg and isinstance(n.value, ast.Constant):
+            if (n.arg + "=" + repr(n.value.value)) in flat or (n.arg + "=" + str(n.value.value)) in flat:
+                return True
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and len(n.value) >= 2:
+            if n.value in comment:
+                return True
+        if isinstance(n, ast.Constant) and type(n.value) in (int, float) and abs(n.value) >= 2:
+            if re.search(r"(?<![\w.])%s(?![\w.])" % re.escape(repr(n.value)), comment):
+                return True
     return False
 
 
@@ -202,6 +227,11 @@ def filled(tree, known, examples):
     name = called_name(call)
     holes = [i for i, a in enumerate(call.args)
              if isinstance(a, ast.Name) and a.id not in known and a.id not in SAFE_BUILTINS]
+    # Only around a value of the comment's own: in `bump(v, "mnior")` the case is "mnior"; in
+    # `dumps(c)` nothing is the comment's, and the tests' values would be another case.
+    given = [a for a in list(call.args) + [k.value for k in call.keywords] if isinstance(a, ast.Constant)]
+    if not given:
+        return []
     # Plain values first: `'1.2.3'` says more in a fact than `Version(1, 2, 3)`.
     plain = lambda text: not isinstance(ast.parse(text, mode="eval").body, ast.Call)  # noqa: E731
     options = [sorted(examples.get((name, i), []), key=lambda t: not plain(t))[:3] for i in holes]
@@ -230,7 +260,9 @@ def comment_calls(comment, targets, known, examples):
                 tree = ast.parse(candidate, mode="eval")
             except SyntaxError:
                 continue
-            if not reaches(tree, targets):
+            # The comment's own example may call any function of the module (`compare(a, b)` for a
+            # change to ordering): whether the change causes its difference is checked later.
+            if not (reaches(tree, targets) or calls_known(tree, known)):
                 continue
             if evaluable(tree, known):
                 out.append(ast.unparse(tree))
@@ -438,33 +470,88 @@ def short(text):
     return text if len(text) <= RESULT_CHARS else text[:RESULT_CHARS] + "…"
 
 
-def describe(value):
-    if isinstance(value, types.GeneratorType) or (
-            hasattr(value, "__next__") and hasattr(value, "__iter__") and not isinstance(value, (str, bytes))):
-        return "yields " + short(repr(list(itertools.islice(value, 20))))
-    return "returns " + short(repr(value))
-
-
 def on_alarm(signum, frame):
     raise Slow()
 
 
 def make(call, namespace):
-    """What one call gives: `returns …`, `yields …`, `raises E: …`, or `runs over 1 s`."""
+    """What one call gives, described (`returns …`, `yields …`, `raises E: …`, `runs over 1 s`),
+    and as it came: ("value", v), ("items", list) or ("raised", exception); None when it ran over."""
     signal.signal(signal.SIGALRM, on_alarm)
     sink = io.StringIO()
     try:
         with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
             signal.setitimer(signal.ITIMER_REAL, CALL_SECONDS)
             try:
-                return describe(eval(call, dict(namespace)))
+                value = eval(call, dict(namespace))
+                if is_iterator(value):
+                    items = list(itertools.islice(value, 20))
+                    return "yields " + short(repr(items)), ("items", items)
+                return "returns " + short(repr(value)), ("value", value)
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
     except Slow:
-        return "runs over %g s" % CALL_SECONDS
+        return "runs over %g s" % CALL_SECONDS, None
     except BaseException as e:  # noqa: BLE001 - every outcome of the code under test is a result
         message = short(str(e).splitlines()[0] if str(e) else "")
-        return "raises " + type(e).__name__ + (": " + message if message else "")
+        return "raises " + type(e).__name__ + (": " + message if message else ""), ("raised", e)
+
+
+def literal(value):
+    """`value` as Python source that reads back as an equal value of the same type, or None."""
+    text = repr(value)
+    try:
+        back = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    if type(back) is not type(value) or back != value or len(text) > 200:
+        return None
+    return text
+
+
+def check(call, outcome, module_name, namespace):
+    """A pytest file that checks `call` gives `outcome`: the imports it needs and one test, or None
+    when the outcome cannot be written down (an object without a literal form, a timeout)."""
+    if outcome is None:
+        return None
+    kind, value = outcome
+    top = module_name.split(".")[0]
+    names = sorted({n.id for n in ast.walk(ast.parse(call, mode="eval"))
+                    if isinstance(n, ast.Name) and n.id in namespace and n.id not in SAFE_BUILTINS})
+    imports = []
+    for name in names:
+        if name == top:
+            imports.append("import " + top)
+        elif name == module_name.split(".")[-1] and "." in module_name:
+            imports.append("from %s import %s" % (module_name.rsplit(".", 1)[0], name))
+        else:
+            imports.append("from %s import %s" % (module_name, name))
+    if kind == "raised":
+        error = type(value)
+        if getattr(builtins_module(), error.__name__, None) is not error:
+            owner = sys.modules.get(error.__module__)
+            if owner is None or getattr(owner, error.__name__, None) is not error:
+                return None
+            imports.append("from %s import %s" % (error.__module__, error.__name__))
+        body = "    with pytest.raises(%s):\n        %s\n" % (error.__name__, call)
+        imports.insert(0, "import pytest")
+    else:
+        text = literal(value)
+        if text is None or (isinstance(value, float) and value != value):
+            return None
+        shown = "list(%s)" % call if kind == "items" else call
+        body = "    assert %s == %s\n" % (shown, text)
+    return "\n".join(imports) + "\n\n\ndef test_observed_call():\n" + body
+
+
+def builtins_module():
+    import builtins
+    return builtins
+
+
+def is_iterator(value):
+    return isinstance(value, types.GeneratorType) or (
+        hasattr(value, "__next__") and hasattr(value, "__iter__") and not isinstance(value, (str, bytes)))
 
 
 def main():
@@ -482,16 +569,24 @@ def main():
     namespace.setdefault(top, sys.modules.get(top, module))
     namespace.setdefault(module_name.split(".")[-1], module)
     calls = request.get("calls")
-    if calls is None:
+    planning = calls is None
+    if planning:
         calls = plan(request, module_name, set(namespace))
     started = time.monotonic()
     for origin, call in calls:
         if time.monotonic() - started > TOTAL_SECONDS:
             emit({"stopped": "time"})
             break
-        first = make(call, namespace)
-        second = make(call, namespace)
-        emit({"call": call, "from": origin, "result": first if first == second else "unstable"})
+        first, outcome = make(call, namespace)
+        second, _ = make(call, namespace)
+        record = {"call": call, "from": origin, "result": first if first == second else "unstable"}
+        if planning and origin == "tests" and echoes(call, request["comment"]):
+            record["echoes"] = True
+        # The side that chose the calls (the fixed one) also writes each down as a test.
+        written = check(call, outcome, module_name, namespace) if planning and first == second else None
+        if written is not None:
+            record["check"] = written
+        emit(record)
 
 
 def plan(request, module_name, known):

@@ -51,6 +51,13 @@ pub struct Call {
     pub from: String,
     /// `returns …`, `yields …`, `raises E: …`, `runs over 1 s`, or `unstable`.
     pub result: String,
+    /// On the side that chose the calls: a pytest file checking this result, when it can be
+    /// written down.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
+    /// A call of the project's tests that passes a value the comment names: about its case.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub echoes: bool,
 }
 
 /// What one run of the probe said.

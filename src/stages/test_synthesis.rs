@@ -83,6 +83,10 @@ struct Config {
     /// sampled; the first accepted is kept, and the conversation goes on from the first.
     #[serde(default = "default_candidates")]
     candidates: u32,
+    /// When no answer of the model is accepted, judge the test the behaviour probe wrote for an
+    /// observed call of the comment or the project's tests (needs an `observed_behaviour` stage).
+    #[serde(default)]
+    from_observed: bool,
     /// Runs of each side a candidate must give the same result in, the first included.
     #[serde(default = "default_repeats")]
     repeats: u32,
@@ -121,6 +125,7 @@ struct Synthesis {
     docker: Arc<Hosts>,
     max_attempts: u32,
     candidates: u32,
+    from_observed: bool,
     repeats: u32,
     timeout: Duration,
     file_lines: usize,
@@ -150,6 +155,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         docker: ctx.docker.clone(),
         max_attempts: config.max_attempts,
         candidates: config.candidates,
+        from_observed: config.from_observed,
         repeats: config.repeats,
         timeout: Duration::from_secs(config.timeout_secs),
         file_lines: config.file_lines,
@@ -160,7 +166,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     // relevance gate. 5: an answer that repeats an earlier one is sampled again. 6: floats at full
     // precision in the fed-back output are cut (measurements made every run differ). 7: pytest
     // plugins' state directories (.benchmarks, .hypothesis) are not writes of the test. 8: the
-    // partial revert. 9: observed behaviour in the prompt.
+    // partial revert. 9: observed behaviour in the prompt. 10: a missing `import pytest` is added;
+    // candidates; the probe's test for an observed call last (`from_observed`).
     Ok(StageDef {
         side_effects: true,
         files: vec![
@@ -172,7 +179,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         unhashed: &["llm"],
         provides: Some(contract::Test::NAME),
         requires: vec![contract::CommentContext::NAME, contract::Environment::NAME],
-        ..StageDef::new(stage, 9, Scope::Comment, Resource::Llm)
+        ..StageDef::new(stage, 10, Scope::Comment, Resource::Llm)
     })
 }
 
@@ -489,6 +496,31 @@ impl Synthesis {
             }
             messages.push(self.feedback_message(miss, first.runs.as_ref().map(|(r, f)| (r, f))));
         }
+        // Last, when the model wrote no test: the one the probe wrote for an observed call.
+        let written = i.observed.as_ref().and_then(|o| observed::written_check(&o.differences));
+        if let (true, Some(code)) = (self.from_observed, written) {
+            let mut j = self.judge_code(docker, &i, trees, &file, code.to_string()).await?;
+            j.record["written_by"] = json!("observed call");
+            j.record["result"] = match &j.outcome {
+                Ok(_) => json!("accepted"),
+                Err(miss) => json!(miss.reason),
+            };
+            history.push(j.record.clone());
+            if let Ok(verdict) = j.outcome {
+                let kind = test_kind(code, &i.packages);
+                return Ok(json!({
+                    "test_file": file,
+                    "test": code,
+                    "kind": kind.kind,
+                    "kind_because": kind.because,
+                    "reviewed_verdict": verdict,
+                    "attempts": self.max_attempts,
+                    "written_by": "observed call",
+                    "relevance": j.record.get("relevance").cloned(),
+                    "history": history,
+                }));
+            }
+        }
         Err(TaskError::Reject {
             reason: last.to_string(),
             detail: json!({"attempts": history.len(), "history": history}),
@@ -512,6 +544,19 @@ impl Synthesis {
                 return Ok(Judged { record: json!({"answer": answer.text}), outcome: Err(miss), runs: None });
             }
         };
+        self.judge_code(docker, i, trees, file, code).await
+    }
+
+    /// Judges one test file: read, run on both sides, repeated and held to the relevance gate while
+    /// it holds.
+    async fn judge_code(
+        &self,
+        docker: &Hosts,
+        i: &Inputs,
+        trees: Trees<'_>,
+        file: &str,
+        code: String,
+    ) -> Result<Judged, TaskError> {
         if let Some(miss) = static_miss(&code, &i.packages) {
             return Ok(Judged { record: json!({"code": code}), outcome: Err(miss), runs: None });
         }
@@ -739,6 +784,7 @@ mod tests {
             docker: Arc::new(Hosts::local()),
             max_attempts: 1,
             candidates: 1,
+            from_observed: false,
             repeats: 1,
             timeout: Duration::from_secs(5),
             file_lines: 20,

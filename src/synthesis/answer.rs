@@ -27,7 +27,17 @@ pub fn test_code(answer: &str, truncated: bool) -> Result<String, String> {
             "the code has no pytest test function (`def test_…`)".into()
         });
     }
-    Ok(format!("{}\n", code.trim_end()))
+    Ok(format!("{}{}\n", missing_pytest_import(&code), code.trim_end()))
+}
+
+/// `import pytest` when the code uses `pytest.` without importing it: the commonest slip of a small
+/// model, which would otherwise fail on both sides with a NameError that says nothing of the code.
+fn missing_pytest_import(code: &str) -> &'static str {
+    let imports = code.lines().any(|l| {
+        let l = l.trim_start();
+        l.starts_with("import pytest") || (l.starts_with("import ") && l.contains(" pytest"))
+    });
+    if code.contains("pytest.") && !imports { "import pytest\n" } else { "" }
 }
 
 /// The first fenced block tagged python (or untagged); a block cut off at the token limit counts
@@ -69,6 +79,17 @@ fn looks_like_code(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_import_of_pytest_is_added_and_a_present_one_kept() {
+        let used = "from m import f\n\ndef test_f():\n    with pytest.raises(ValueError):\n        f()";
+        let code = test_code(&format!("```python\n{used}\n```"), false).unwrap();
+        assert_eq!(code, format!("import pytest\n{used}\n"));
+        let imported = format!("import pytest\n{used}");
+        assert_eq!(test_code(&imported, false).unwrap(), format!("{imported}\n"));
+        let unused = "from m import f\n\ndef test_f():\n    assert f() == 1";
+        assert_eq!(test_code(unused, false).unwrap(), format!("{unused}\n"));
+    }
 
     #[test]
     fn the_first_python_block_is_taken() {

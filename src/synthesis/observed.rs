@@ -16,6 +16,12 @@ pub struct Difference {
     pub from: String,
     pub reviewed: String,
     pub fixed: String,
+    /// A pytest file that checks the fixed result, when the probe could write one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
+    /// A call of the project's tests that passes a value the comment names.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub echoes: bool,
 }
 
 /// Results that say nothing about the code: a call that gives another result each time, or one
@@ -36,6 +42,8 @@ pub fn differences(fixed: &[Call], reviewed: &[Call]) -> Vec<Difference> {
                 from: f.from.clone(),
                 reviewed: r.to_string(),
                 fixed: f.result.clone(),
+                check: f.check.clone(),
+                echoes: f.echoes,
             })
         })
         .collect()
@@ -64,11 +72,14 @@ fn kind(d: &Difference) -> (String, String) {
     (head(&d.reviewed), head(&d.fixed))
 }
 
-fn rank(from: &str) -> u8 {
-    match from {
-        "comment" => 0,
-        "tests" => 1,
-        _ => 2,
+/// Calls the comment writes first, then the tests' calls that pass a value the comment names, then
+/// the other calls of the tests, then made-up ones.
+fn rank(d: &Difference) -> u8 {
+    match (d.from.as_str(), d.echoes) {
+        ("comment", _) => 0,
+        ("tests", true) => 1,
+        ("tests", false) => 2,
+        _ => 3,
     }
 }
 
@@ -79,7 +90,7 @@ fn rank(from: &str) -> u8 {
 pub fn chosen(all: &[Difference], max: usize) -> Vec<Difference> {
     let from_comment = all.iter().any(|d| d.from == "comment");
     let mut ordered: Vec<&Difference> = all.iter().filter(|d| !from_comment || d.from == "comment").collect();
-    ordered.sort_by_key(|d| (rank(&d.from), if d.from == "generated" { d.call.len() } else { 0 }));
+    ordered.sort_by_key(|d| (rank(d), if d.from == "generated" { d.call.len() } else { 0 }));
     let mut seen = Vec::new();
     let mut out = Vec::new();
     for d in ordered {
@@ -95,6 +106,13 @@ pub fn chosen(all: &[Difference], max: usize) -> Vec<Difference> {
         }
     }
     out
+}
+
+/// The test the probe wrote for the first difference a test may be taken from: a call the comment
+/// writes, or one of the project's tests that passes a value the comment names. Another call of the
+/// tests, or a made-up one, may show a case of the same code that is another comment's.
+pub fn written_check(differences: &[Difference]) -> Option<&str> {
+    differences.iter().filter(|d| d.from == "comment" || d.echoes).find_map(|d| d.check.as_deref())
 }
 
 /// An exception's type, for a result that is one.
@@ -132,7 +150,18 @@ mod tests {
     use super::*;
 
     fn call(call: &str, from: &str, result: &str) -> Call {
-        Call { call: call.into(), from: from.into(), result: result.into() }
+        Call { call: call.into(), from: from.into(), result: result.into(), check: None, echoes: false }
+    }
+
+    fn difference(call: &str, from: &str, reviewed: &str, fixed: &str) -> Difference {
+        Difference {
+            call: call.into(),
+            from: from.into(),
+            reviewed: reviewed.into(),
+            fixed: fixed.into(),
+            check: None,
+            echoes: false,
+        }
     }
 
     #[test]
@@ -159,12 +188,7 @@ mod tests {
 
     #[test]
     fn the_comments_calls_alone_when_they_differ_else_the_tests_then_made_up_ones_once_per_kind() {
-        let d = |c: &str, from: &str, r: &str, f: &str| Difference {
-            call: c.into(),
-            from: from.into(),
-            reviewed: r.into(),
-            fixed: f.into(),
-        };
+        let d = difference;
         let mut all = vec![
             d("median([3, 1, 2, 4])", "generated", "returns 3", "returns 2.5"),
             d("median([1, 2])", "generated", "returns 2", "returns 1.5"),
@@ -188,13 +212,27 @@ mod tests {
     }
 
     #[test]
-    fn a_difference_the_comments_change_does_not_cause_is_dropped() {
-        let d = |c: &str, r: &str, f: &str| Difference {
-            call: c.into(),
-            from: "tests".into(),
-            reviewed: r.into(),
-            fixed: f.into(),
+    fn a_test_call_that_names_the_comments_value_comes_first_and_alone_may_become_the_test() {
+        let check = |d: Difference, text: &str| Difference { check: Some(text.into()), ..d };
+        let other =
+            check(difference("slugify('Æble')", "tests", "returns 'ble'", "returns 'aeble'"), "other");
+        let named = Difference {
+            echoes: true,
+            ..check(
+                difference("slugify('a', max_length=0)", "tests", "returns ''", "raises ValueError: x"),
+                "named",
+            )
         };
+        let shown: Vec<String> =
+            chosen(&[other.clone(), named.clone()], 2).into_iter().map(|d| d.call).collect();
+        assert_eq!(shown, ["slugify('a', max_length=0)", "slugify('Æble')"]);
+        assert_eq!(written_check(&[other.clone(), named]), Some("named"));
+        assert_eq!(written_check(&[other]), None, "a case of the tests the comment does not name");
+    }
+
+    #[test]
+    fn a_difference_the_comments_change_does_not_cause_is_dropped() {
+        let d = |c: &str, r: &str, f: &str| difference(c, "tests", r, f);
         let all = [
             d("median([])", "raises IndexError: x", "raises ValueError: y"),
             d("median([4, 1, 3, 2])", "returns 3", "returns 2.5"),
@@ -212,22 +250,22 @@ mod tests {
 
     #[test]
     fn the_prompt_text_names_both_sides() {
-        let d = Difference {
-            call: "median([])".into(),
-            from: "comment".into(),
-            reviewed: "raises IndexError: list index out of range".into(),
-            fixed: "raises ValueError: median of an empty sequence".into(),
-        };
+        let d = difference(
+            "median([])",
+            "comment",
+            "raises IndexError: list index out of range",
+            "raises ValueError: median of an empty sequence",
+        );
         assert_eq!(
             shown(&[d]),
             "median([])\n# reviewed code: raises IndexError\n# changed code: raises ValueError"
         );
-        let same_type = Difference {
-            call: "parse('1.h')".into(),
-            from: "tests".into(),
-            reviewed: "returns 3600".into(),
-            fixed: "raises ValueError: malformed duration: '1.h'".into(),
-        };
+        let same_type = difference(
+            "parse('1.h')",
+            "tests",
+            "returns 3600",
+            "raises ValueError: malformed duration: '1.h'",
+        );
         assert_eq!(
             shown(&[same_type]),
             "parse('1.h')\n# reviewed code: returns 3600\n# changed code: raises ValueError"

@@ -110,6 +110,13 @@ const WHY_QUESTIONS: [&str; 10] = [
     "just curious",
 ];
 
+/// Whether `word` occurs in `text` at the start of a word: "hang" is not in "changelog", nor
+/// "race" in "trace"; "fail" is in "failing".
+fn starts_a_word(text: &str, word: &str) -> bool {
+    text.match_indices(word)
+        .any(|(at, _)| !text[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_'))
+}
+
 /// The rule that drops `comment`, if one does.
 pub fn drop_rule(comment: &str) -> Option<Rule> {
     // Quoted lines are the comment being replied to, not this one.
@@ -119,7 +126,7 @@ pub fn drop_rule(comment: &str) -> Option<Rule> {
     if text.is_empty() {
         return Some(ACKNOWLEDGEMENT);
     }
-    if text.contains("```") || CONCERN.iter().any(|w| text.contains(w)) {
+    if text.contains("```") || CONCERN.iter().any(|w| starts_a_word(&text, w)) {
         return None;
     }
     let words = text.split_whitespace().count();
@@ -169,6 +176,11 @@ mod tests {
         assert_eq!(name("why a dict and not a list here?"), Some("question"));
         assert_eq!(name("nit: `idx` -> `pos`"), Some("nit"));
         assert_eq!(name("typo: recieve"), None, "a word that begins with an acknowledgement is not one");
+        assert_eq!(
+            name("needs a changelog entry"),
+            Some("process"),
+            "`hang` is not a concern inside `changelog`"
+        );
     }
 
     #[test]
@@ -193,6 +205,7 @@ mod tests {
             "```suggestion\n    return a <= b\n```",
             "this returns the wrong total when a discount is negative",
             "what happens when two workers write the same key?",
+            "nice, but failing inputs are not logged",
         ] {
             assert_eq!(name(comment), None, "{comment}");
         }
