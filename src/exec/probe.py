@@ -16,6 +16,7 @@ and the literals around it. Each call is made twice; two different results make 
 """
 
 import ast
+import builtins
 import contextlib
 import io
 import itertools
@@ -58,6 +59,16 @@ EVALUABLE = (
 
 class Slow(BaseException):
     """Raised in a call that runs over its time."""
+
+
+def unique(items, key=repr):
+    """`items` without repeats, in order; by `repr`, so that 1, 1.0 and True stay apart."""
+    seen, out = set(), []
+    for item in items:
+        if key(item) not in seen:
+            seen.add(key(item))
+            out.append(item)
+    return out
 
 
 def emit(record):
@@ -373,11 +384,7 @@ def tests_calls(module, targets, known):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for bound in parametrized(node, known) or [None]:
                     calls_in(node.body, targets, known, aliases, out, bound)
-    seen = []
-    for call in out:
-        if call not in seen:
-            seen.append(call)
-    return seen[:FROM_TESTS]
+    return unique(out)[:FROM_TESTS]
 
 
 # ------------------------------------------------------------------ made-up calls
@@ -401,11 +408,7 @@ def literals(comment, defs):
             if isinstance(n.value, str) and (len(n.value) > 24 or " " in n.value.strip()):
                 continue
             found.append(n.value)
-    out = []
-    for value in found:
-        if not any(type(value) is type(o) and value == o for o in out):
-            out.append(value)
-    return out
+    return unique(found)
 
 
 CONTAINERS = {"list": (list, tuple), "sequence": (list, tuple), "iterable": (list, tuple),
@@ -532,7 +535,7 @@ def check(call, outcome, module_name, namespace):
             imports.append("from %s import %s" % (module_name, name))
     if kind == "raised":
         error = type(value)
-        if getattr(builtins_module(), error.__name__, None) is not error:
+        if getattr(builtins, error.__name__, None) is not error:
             owner = sys.modules.get(error.__module__)
             if owner is None or getattr(owner, error.__name__, None) is not error:
                 return None
@@ -546,11 +549,6 @@ def check(call, outcome, module_name, namespace):
         shown = "list(%s)" % call if kind == "items" else call
         body = "    assert %s == %s\n" % (shown, text)
     return "\n".join(imports) + "\n\n\ndef test_observed_call():\n" + body
-
-
-def builtins_module():
-    import builtins
-    return builtins
 
 
 def is_iterator(value):
@@ -610,8 +608,7 @@ def plan(request, module_name, known):
     defs = {name: node for name, node in definitions(before)}
     defs.update(definitions(after))
     changed = [defs[q] for q in sorted(qualified) if q in defs]
-    pool = literals(request["comment"], changed) + GENERIC
-    pool = [v for i, v in enumerate(pool) if not any(type(v) is type(o) and v == o for o in pool[:i])]
+    pool = unique(literals(request["comment"], changed) + GENERIC)
     functions, _, classes = targets
     made = [(name, defs.get(name)) for name in sorted(functions)]
     made += [(cls, defs.get(cls + ".__init__") or defs.get(cls + ".__post_init__")) for cls in sorted(classes)]
@@ -622,12 +619,7 @@ def plan(request, module_name, known):
             calls += [("generated", c) for c in made_up(name, node, pool)]
         except Exception as e:  # noqa: BLE001 - an odd signature costs its own calls, not the rest
             emit({"note": "no calls made up for %s: %s: %s" % (name, type(e).__name__, short(str(e)))})
-    out, seen = [], set()
-    for origin, call in calls:
-        if call not in seen:
-            seen.add(call)
-            out.append((origin, call))
-    return out
+    return unique(calls, key=lambda made: made[1])
 
 
 if __name__ == "__main__":

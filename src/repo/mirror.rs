@@ -400,6 +400,22 @@ fn gitmodules(text: &str) -> Vec<(String, String)> {
 }
 
 impl Mirrors {
+    /// The reviewed commit `head` of `repo` checked out in `reviewed` and the fixed commit `fixed`
+    /// in `fixed_dest` ([`Mirrors::checkout`] each); the mirror, for what else the caller reads
+    /// of the two. Blocking.
+    pub fn checkout_pair(
+        &self,
+        repo: &str,
+        (head, fixed): (&str, &str),
+        reviewed: &Path,
+        fixed_dest: &Path,
+    ) -> Result<Mirror, RepoError> {
+        let mirror = self.open(repo, &[head, fixed])?;
+        self.checkout(&mirror, head, reviewed)?;
+        self.checkout(&mirror, fixed, fixed_dest)?;
+        Ok(mirror)
+    }
+
     /// A checkout of `commit` of `mirror` in `dest` ([`Mirror::materialize`]) with its submodules'
     /// files, each from the mirror of its own repository at the pinned commit. What could not be
     /// written is returned: files the mirrors lack, and a submodule whose mirror is not there or

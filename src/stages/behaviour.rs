@@ -98,10 +98,7 @@ impl Behaviour {
         let (pr, comment) = comment_records(input)?;
         let context: contract::CommentContext = contract::upstream(input)?;
         let environment: contract::Environment = contract::upstream(input)?;
-        let attribution: Option<contract::Attribution> = match input.output_of(contract::Attribution::NAME) {
-            Some(_) => Some(contract::upstream(input)?),
-            None => None,
-        };
+        let attribution: Option<contract::Attribution> = contract::upstream_if_any(input)?;
         let (Some(after), true) = (context.file_after.as_deref(), context.path.ends_with(".py")) else {
             return Ok(json!({"differences": [], "skipped": "not a Python file on both sides"}));
         };
@@ -115,9 +112,7 @@ impl Behaviour {
             (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone(), context.path.clone());
         let (r, f) = (reviewed.clone(), fixed.clone());
         let diff = tokio::task::spawn_blocking(move || {
-            let mirror = mirrors.open(&repo, &[&head, &fixed_commit])?;
-            mirrors.checkout(&mirror, &head, &r)?;
-            mirrors.checkout(&mirror, &fixed_commit, &f)?;
+            let mirror = mirrors.checkout_pair(&repo, (&head, &fixed_commit), &r, &f)?;
             Ok::<_, TaskError>(mirror.diff_of(&head, &fixed_commit, &[&path])?)
         })
         .await

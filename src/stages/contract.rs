@@ -34,6 +34,11 @@ pub fn upstream<C: Contract>(input: &TaskInput) -> Result<C, TaskError> {
     })
 }
 
+/// The record of `C` when a stage in the task's `needs` provides it, `None` when none does.
+pub fn upstream_if_any<C: Contract>(input: &TaskInput) -> Result<Option<C>, TaskError> {
+    input.output_of(C::NAME).map(|_| upstream(input)).transpose()
+}
+
 /// `comment_context`: where a comment sits in the reviewed file, and the file on both sides.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CommentContext {

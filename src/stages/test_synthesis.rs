@@ -237,14 +237,8 @@ fn inputs(input: &TaskInput) -> Result<Inputs, TaskError> {
     let (pr, comment) = comment_records(input)?;
     let context: contract::CommentContext = contract::upstream(input)?;
     let environment: contract::Environment = contract::upstream(input)?;
-    let attribution = match input.output_of(contract::Attribution::NAME) {
-        Some(_) => Some(contract::upstream(input)?),
-        None => None,
-    };
-    let observed = match input.output_of(contract::Observed::NAME) {
-        Some(_) => Some(contract::upstream(input)?),
-        None => None,
-    };
+    let attribution = contract::upstream_if_any(input)?;
+    let observed = contract::upstream_if_any(input)?;
     Ok(Inputs {
         pr,
         comment,
@@ -264,6 +258,34 @@ struct Judged {
     outcome: Result<Verdict, Miss>,
     /// Its runs on the reviewed and the fixed code, when it ran.
     runs: Option<(TestRun, TestRun)>,
+}
+
+/// The stage's output for an accepted test: the test, its kind and evidence, and the attempts'
+/// history. `written_by` names who wrote it when the model did not.
+fn accepted_output(
+    file: &str,
+    accepted: &Judged,
+    packages: &[String],
+    attempts: u32,
+    written_by: Option<&str>,
+    history: Vec<Value>,
+) -> Value {
+    let code = accepted.record["code"].as_str().unwrap_or_default();
+    let kind = test_kind(code, packages);
+    let mut out = json!({
+        "test_file": file,
+        "test": code,
+        "kind": kind.kind,
+        "kind_because": kind.because,
+        "reviewed_verdict": accepted.outcome.as_ref().ok(),
+        "attempts": attempts,
+        "relevance": accepted.record.get("relevance").cloned(),
+        "history": history,
+    });
+    if let Some(by) = written_by {
+        out["written_by"] = json!(by);
+    }
+    out
 }
 
 /// A test file name from the comment's id.
@@ -415,9 +437,7 @@ impl Synthesis {
         // The two trees to run against, what the fix changed in the commented file, and how the
         // project's tests import the module.
         let (fix_diff, test_imports) = tokio::task::spawn_blocking(move || {
-            let mirror = mirrors.open(&repo, &[&head, &fixed_commit])?;
-            mirrors.checkout(&mirror, &head, &reviewed_dest)?;
-            mirrors.checkout(&mirror, &fixed_commit, &dest)?;
+            let mirror = mirrors.checkout_pair(&repo, (&head, &fixed_commit), &reviewed_dest, &dest)?;
             let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
             let diff = mirror.diff_of(&head, &fixed_commit, &paths)?;
             Ok::<_, TaskError>((diff, facts::test_imports(&reviewed_dest, &module)))
@@ -472,18 +492,7 @@ impl Synthesis {
                 history.push(j.record.clone());
             }
             if let Some(accepted) = judged.iter().find(|j| j.outcome.is_ok()) {
-                let code = accepted.record["code"].as_str().unwrap_or_default().to_string();
-                let kind = test_kind(&code, &i.packages);
-                return Ok(json!({
-                    "test_file": file,
-                    "test": code,
-                    "kind": kind.kind,
-                    "kind_because": kind.because,
-                    "reviewed_verdict": accepted.outcome.as_ref().ok(),
-                    "attempts": attempt,
-                    "relevance": accepted.record.get("relevance").cloned(),
-                    "history": history,
-                }));
+                return Ok(accepted_output(&file, accepted, &i.packages, attempt, None, history));
             }
             // The conversation goes on from the first candidate, the one asked at the stage's own
             // temperature and seed.
@@ -506,19 +515,9 @@ impl Synthesis {
                 Err(miss) => json!(miss.reason),
             };
             history.push(j.record.clone());
-            if let Ok(verdict) = j.outcome {
-                let kind = test_kind(code, &i.packages);
-                return Ok(json!({
-                    "test_file": file,
-                    "test": code,
-                    "kind": kind.kind,
-                    "kind_because": kind.because,
-                    "reviewed_verdict": verdict,
-                    "attempts": self.max_attempts,
-                    "written_by": "observed call",
-                    "relevance": j.record.get("relevance").cloned(),
-                    "history": history,
-                }));
+            if j.outcome.is_ok() {
+                let by = Some("observed call");
+                return Ok(accepted_output(&file, &j, &i.packages, self.max_attempts, by, history));
             }
         }
         Err(TaskError::Reject {
