@@ -364,6 +364,14 @@ fn calls_whose_results_differ_between_the_commits_are_found_for_each_comment() {
     // No difference, no test of the probe's: the model's miss stands.
     let (state, reason, _) = &tests["curate-sample__durations-3#3"];
     assert_eq!((state.as_str(), reason.as_deref()), ("rejected", Some("passed on both sides")));
+    // Every miss, the probe's included, says what was wrong with it.
+    for (item, (_, _, out)) in &tests {
+        for entry in out["history"].as_array().into_iter().flatten() {
+            if entry["result"] != "accepted" {
+                assert!(entry["problem"].is_string(), "{item}: {entry}");
+            }
+        }
+    }
 }
 
 /// With `candidates: 2`, an attempt whose first answer misses asks for one more, sampled under a

@@ -260,6 +260,20 @@ struct Judged {
     runs: Option<(TestRun, TestRun)>,
 }
 
+impl Judged {
+    /// Writes its result into its record: `accepted`, or the miss's reason and the problem the
+    /// model was (or would have been) told.
+    fn settle(&mut self) {
+        self.record["result"] = match &self.outcome {
+            Ok(_) => json!("accepted"),
+            Err(miss) => {
+                self.record["problem"] = json!(miss.problem);
+                json!(miss.reason)
+            }
+        };
+    }
+}
+
 /// The stage's output for an accepted test: the test, its kind and evidence, and the attempts'
 /// history. `written_by` names who wrote it when the model did not.
 fn accepted_output(
@@ -481,14 +495,7 @@ impl Synthesis {
             }
             for j in &mut judged {
                 j.record["attempt"] = json!(attempt);
-                let result = match &j.outcome {
-                    Ok(_) => json!("accepted"),
-                    Err(miss) => {
-                        j.record["problem"] = json!(miss.problem);
-                        json!(miss.reason)
-                    }
-                };
-                j.record["result"] = result;
+                j.settle();
                 history.push(j.record.clone());
             }
             if let Some(accepted) = judged.iter().find(|j| j.outcome.is_ok()) {
@@ -510,10 +517,7 @@ impl Synthesis {
         if let (true, Some(code)) = (self.from_observed, written) {
             let mut j = self.judge_code(docker, &i, trees, &file, code.to_string()).await?;
             j.record["written_by"] = json!("observed call");
-            j.record["result"] = match &j.outcome {
-                Ok(_) => json!("accepted"),
-                Err(miss) => json!(miss.reason),
-            };
+            j.settle();
             history.push(j.record.clone());
             if j.outcome.is_ok() {
                 let by = Some("observed call");
