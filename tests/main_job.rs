@@ -114,7 +114,7 @@ fn gold_replays_with_no_model_server() {
         .output()
         .unwrap();
     let text = stdout(&out);
-    assert!(text.contains("| heldout | 89 |"), "{text}\n{}", stderr(&out));
+    assert!(text.contains("| heldout | 209 |"), "{text}\n{}", stderr(&out));
     assert!(
         text.contains("the calibration in") && text.contains("is this one"),
         "the recorded calibration is current: {text}"

@@ -259,7 +259,7 @@ pub fn gold(path: &Path, stage: Option<&str>, record: bool, scores: Option<&Path
             c.threshold,
             if c.reaches_bar {
                 format!(
-                    "the lowest threshold whose precision, less one standard error, reaches {:.2}",
+                    "the lowest threshold whose precision, at the low end of its one-sided 95% interval, reaches {:.2}",
                     config.precision_bar
                 )
             } else {

@@ -1,8 +1,13 @@
-//! Cheap rules that decide the obvious drops before the model is asked: acknowledgements, praise,
-//! process and deferred work, and questions that ask why or where without naming a failing case.
-//! Each rule is named in the rejection's reason. They are deliberately narrow: a comment that says
-//! anything that sounds like a defect (a failing input, a wrong result, a missing check) is left to
-//! the model, so a rule costs recall only on comments that are drops by the gold set's criteria.
+//! Cheap rules that decide the obvious drops before the model is asked: replies, bare suggestion
+//! blocks, hedged remarks that name nothing, acknowledgements, praise, process and deferred work,
+//! and questions that ask why or where without naming a failing case. Each rule is named in the
+//! rejection's reason. Most are deliberately narrow: a comment that says anything that sounds like a
+//! defect (a failing input, a wrong result, a missing check) is left to the model. Two are not,
+//! because the model cannot tell these apart and keeps nearly all of them, while real review traffic
+//! is full of them and they are mostly drops: a reply that quotes the comment it answers (the issue
+//! is the quoted comment's, which is a comment of its own), and a suggestion block with no word of
+//! its own (it shows a change but does not say what is wrong; most such blocks are taste). They
+//! trade a little recall for precision, which is the filter's bar.
 
 /// Words that make a comment possibly about a defect, which no rule may drop.
 const CONCERN: [&str; 34] = [
@@ -55,6 +60,87 @@ const PROCESS: Rule = Rule { name: "process", reason: "about the PR's process, n
 const DEFERRED: Rule = Rule { name: "deferred", reason: "defers the work to later" };
 const QUESTION: Rule = Rule { name: "question", reason: "asks why or where, naming no failing case" };
 const NIT: Rule = Rule { name: "nit", reason: "a nit with no behaviour named" };
+const REPLY: Rule = Rule { name: "reply", reason: "a reply to the comment it quotes" };
+const SUGGESTION: Rule =
+    Rule { name: "suggestion", reason: "a suggestion block with no word saying what is wrong" };
+const VAGUE: Rule = Rule { name: "vague", reason: "hedged, naming no code, value or failing case" };
+
+/// Words that hedge: a comment built on one of them and naming nothing is a musing, not a report.
+const HEDGES: [&str; 13] = [
+    "maybe",
+    "perhaps",
+    "seem",
+    "seems",
+    "feel",
+    "feels",
+    "might",
+    "probably",
+    "not sure",
+    "i think",
+    "wonder",
+    "could we",
+    "should we",
+];
+/// Words that name a failure, which keep praise from being only praise and a why-question from
+/// being only a question: narrower than [`CONCERN`], since "looks good, this should save a query"
+/// and "why not return a tuple?" name none.
+const FAILURES: [&str; 28] = [
+    "none",
+    "null",
+    "nil",
+    "empty",
+    "zero",
+    "negative",
+    "overflow",
+    "leak",
+    "race",
+    "deadlock",
+    "hang",
+    "crash",
+    "off-by",
+    "off by",
+    "infinite",
+    "wrong",
+    "incorrect",
+    "break",
+    "fail",
+    "bug",
+    "but ",
+    "however",
+    "though",
+    "raise",
+    "error",
+    "exception",
+    "missing",
+    "one thing",
+];
+/// Words that name a concrete failure or value, which keep a hedged comment from being vague.
+const CONCRETE: [&str; 24] = [
+    "none",
+    "null",
+    "nil",
+    "empty",
+    "zero",
+    "negative",
+    "overflow",
+    "leak",
+    "race",
+    "deadlock",
+    "hang",
+    "crash",
+    "off-by",
+    "off by",
+    "infinite",
+    "wrong",
+    "incorrect",
+    "break",
+    "fail",
+    "bug",
+    "but ",
+    "however",
+    "instead",
+    "return",
+];
 
 /// Replies and approvals, as the first words of a short comment.
 const ACKNOWLEDGEMENTS: [&str; 20] = [
@@ -81,7 +167,7 @@ const ACKNOWLEDGEMENTS: [&str; 20] = [
 ];
 const PRAISES: [&str; 8] =
     ["lgtm", "looks good", "nice", "great", "love this", "👍", "approving", "approved"];
-const PROCESSES: [&str; 12] = [
+const PROCESSES: [&str; 16] = [
     "rebase",
     "squash",
     "changelog",
@@ -94,6 +180,10 @@ const PROCESSES: [&str; 12] = [
     "ci is green",
     "link the issue",
     "release note",
+    "take a look",
+    "have a look",
+    "ptal",
+    "cc @",
 ];
 const DEFERRALS: [&str; 6] =
     ["at some point", "eventually", "for later", "follow-up", "followup", "once it exists"];
@@ -117,6 +207,34 @@ fn starts_a_word(text: &str, word: &str) -> bool {
         .any(|(at, _)| !text[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_'))
 }
 
+/// Whether `phrase` occurs in `text` as whole words: "might" is not in "mighty".
+fn has_words(text: &str, phrase: &str) -> bool {
+    text.match_indices(phrase).any(|(at, _)| {
+        let word_char = |c: char| c.is_alphanumeric() || c == '_';
+        !text[..at].chars().next_back().is_some_and(word_char)
+            && !text[at + phrase.len()..].chars().next().is_some_and(word_char)
+    })
+}
+
+/// Whether `text` names code or a value: a code span, a call, an index, an identifier with an
+/// underscore or a dot, a number, a quoted string, a comparison.
+fn names_code(text: &str) -> bool {
+    let chars: Vec<char> = text.chars().collect();
+    chars.iter().enumerate().any(|(i, c)| {
+        "`()[]_'\"=<>".contains(*c)
+            || c.is_ascii_digit()
+            || (*c == '.'
+                && i > 0
+                && chars[i - 1].is_alphanumeric()
+                && chars.get(i + 1).is_some_and(|n| n.is_alphanumeric()))
+    })
+}
+
+/// The text of `comment` outside its fenced code blocks.
+fn outside_fences(comment: &str) -> String {
+    comment.split("```").step_by(2).collect::<Vec<_>>().join(" ")
+}
+
 /// The rule that drops `comment`, if one does.
 pub fn drop_rule(comment: &str) -> Option<Rule> {
     // Quoted lines are the comment being replied to, not this one.
@@ -126,31 +244,48 @@ pub fn drop_rule(comment: &str) -> Option<Rule> {
     if text.is_empty() {
         return Some(ACKNOWLEDGEMENT);
     }
-    if text.contains("```") || CONCERN.iter().any(|w| starts_a_word(&text, w)) {
-        return None;
+    if comment.lines().any(|l| l.trim_start().starts_with('>')) {
+        return Some(REPLY);
     }
-    let words = text.split_whitespace().count();
+    let names_a = |list: &[&str]| list.iter().any(|w| starts_a_word(&text, w));
+    // A suggestion's own words, if any, are a short aside that names no failure or value: "tiny
+    // thing", "reads tighter with the walrus", "(and the two uses below)".
+    let prose = outside_fences(&text);
+    if text.contains("```suggestion")
+        && prose.split_whitespace().count() <= 8
+        && !CONCERN.iter().any(|w| starts_a_word(&prose, w))
+        && !prose.contains(|c: char| c.is_ascii_digit())
+    {
+        return Some(SUGGESTION);
+    }
+    if HEDGES.iter().any(|h| has_words(&text, h)) && !names_code(&text) && !names_a(&CONCRETE) {
+        return Some(VAGUE);
+    }
     // Whole words: "ty" must not take "typo".
     let starts = |list: &[&str]| {
         list.iter().any(|w| {
             text.strip_prefix(w).is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric()))
         })
     };
+    if starts(&PRAISES) && !names_a(&FAILURES) {
+        return Some(PRAISE);
+    }
+    let one_question = text.ends_with('?') && text.matches('?').count() == 1 && !text.contains(". ");
+    if one_question && starts(&WHY_QUESTIONS) && !names_a(&FAILURES) {
+        return Some(QUESTION);
+    }
+    if text.contains("```") || names_a(&CONCERN) {
+        return None;
+    }
+    let words = text.split_whitespace().count();
     if words <= 8 && starts(&ACKNOWLEDGEMENTS) {
         return Some(ACKNOWLEDGEMENT);
-    }
-    if starts(&PRAISES) {
-        return Some(PRAISE);
     }
     if PROCESSES.iter().any(|w| text.contains(w)) {
         return Some(PROCESS);
     }
     if DEFERRALS.iter().any(|w| text.contains(w)) {
         return Some(DEFERRED);
-    }
-    let one_question = text.ends_with('?') && text.matches('?').count() == 1 && !text.contains(". ");
-    if one_question && starts(&WHY_QUESTIONS) {
-        return Some(QUESTION);
     }
     if text.starts_with("nit") {
         return Some(NIT);
@@ -169,7 +304,15 @@ mod tests {
     #[test]
     fn obvious_drops_are_named() {
         assert_eq!(name("Done, fixed in 4c1e9a2"), Some("acknowledgement"));
-        assert_eq!(name("> could we cache this?\n\nagreed, done"), Some("acknowledgement"));
+        assert_eq!(name("> could we cache this?\n\nagreed, done"), Some("reply"));
+        assert_eq!(
+            name("> this breaks when `path` is None\n\nit can't be None, main() exits first"),
+            Some("reply"),
+            "a reply is dropped even when what it quotes names a defect"
+        );
+        assert_eq!(name("```suggestion\n    return [s for s in skus]\n```"), Some("suggestion"));
+        assert_eq!(name("maybe handle errors here?"), Some("vague"));
+        assert_eq!(name("this seems fragile"), Some("vague"));
         assert_eq!(name("LGTM, the caching reads well"), Some("praise"));
         assert_eq!(name("please squash before merging"), Some("process"));
         assert_eq!(name("we can add property tests at some point"), Some("deferred"));
@@ -196,16 +339,32 @@ mod tests {
     }
 
     #[test]
+    fn hedges_are_whole_words_and_code_is_seen() {
+        assert!(has_words("maybe cache it", "maybe"));
+        assert!(!has_words("a mighty cache", "might"));
+        assert!(!has_words("feelings", "feel"));
+        assert!(names_code("use os.path here"));
+        assert!(names_code("max_len is off"));
+        assert!(names_code("limit of 3"));
+        assert!(!names_code("this feels fragile. maybe rethink?"));
+        assert_eq!(name("a mighty refactor, I'd split it"), None, "`might` inside a word is no hedge");
+    }
+
+    #[test]
     fn anything_that_may_name_a_defect_is_left_to_the_model() {
         for comment in [
             "LGTM but this crashes when `items` is empty",
             "why does this return None for an empty list? callers index it",
             "nit: the error message says `recieve`",
             "nice, though the timeout is never passed to connect()",
-            "```suggestion\n    return a <= b\n```",
             "this returns the wrong total when a discount is negative",
             "what happens when two workers write the same key?",
             "nice, but failing inputs are not logged",
+            "nice, much simpler now 👍 one thing: `_fetch` is called without `day`",
+            "```suggestion\n    if n <= 0:\n```\nzero is let through",
+            "maybe this returns the wrong total for an empty cart?",
+            "seems like `retries=0` never calls the server",
+            "might overflow past 2**31",
         ] {
             assert_eq!(name(comment), None, "{comment}");
         }
