@@ -9,44 +9,6 @@
 //! its own (it shows a change but does not say what is wrong; most such blocks are taste). They
 //! trade a little recall for precision, which is the filter's bar.
 
-/// Words that make a comment possibly about a defect, which no rule may drop.
-const CONCERN: [&str; 34] = [
-    "but ",
-    "however",
-    "though",
-    "bug",
-    "break",
-    "fail",
-    "crash",
-    "wrong",
-    "incorrect",
-    "missing",
-    "raise",
-    "error",
-    "exception",
-    "none",
-    "null",
-    "empty",
-    "zero",
-    "negative",
-    "overflow",
-    "leak",
-    "race",
-    "deadlock",
-    "loop",
-    "hang",
-    "off-by",
-    "off by",
-    "should",
-    "must",
-    "instead",
-    "return",
-    "message",
-    "docstring",
-    "security",
-    "inject",
-];
-
 /// A rule that fired: its name and the reason it gives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rule {
@@ -81,10 +43,9 @@ const HEDGES: [&str; 13] = [
     "could we",
     "should we",
 ];
-/// Words that name a failure, which keep praise from being only praise and a why-question from
-/// being only a question: narrower than [`CONCERN`], since "looks good, this should save a query"
-/// and "why not return a tuple?" name none.
-const FAILURES: [&str; 28] = [
+/// Words that name a failure or a value: a hedged comment with one is not vague, praise with one
+/// is not only praise, a why-question with one is not only a question.
+const FAILING: [&str; 21] = [
     "none",
     "null",
     "nil",
@@ -105,42 +66,17 @@ const FAILURES: [&str; 28] = [
     "break",
     "fail",
     "bug",
-    "but ",
     "however",
-    "though",
-    "raise",
-    "error",
-    "exception",
-    "missing",
-    "one thing",
 ];
-/// Words that name a concrete failure or value, which keep a hedged comment from being vague.
-const CONCRETE: [&str; 24] = [
-    "none",
-    "null",
-    "nil",
-    "empty",
-    "zero",
-    "negative",
-    "overflow",
-    "leak",
-    "race",
-    "deadlock",
-    "hang",
-    "crash",
-    "off-by",
-    "off by",
-    "infinite",
-    "wrong",
-    "incorrect",
-    "break",
-    "fail",
-    "bug",
-    "but ",
-    "however",
-    "instead",
-    "return",
-];
+/// More that keep praise or a why-question from being only that. Narrower than [`concern`], since
+/// "looks good, this should save a query" and "why not return a tuple?" name no failure.
+const FAILING_TOO: [&str; 7] = ["but ", "though", "raise", "error", "exception", "missing", "one thing"];
+/// With [`FAILING`] and [`FAILING_TOO`], the words that make a comment possibly about a defect,
+/// which no rule but the reply and suggestion rules may drop.
+const CONCERN_TOO: [&str; 9] =
+    ["loop", "should", "must", "instead", "return", "message", "docstring", "security", "inject"];
+/// More that keep a hedged comment from being vague: it names the change it wants.
+const WANTED: [&str; 3] = ["but ", "instead", "return"];
 
 /// Replies and approvals, as the first words of a short comment.
 const ACKNOWLEDGEMENTS: [&str; 20] = [
@@ -207,6 +143,11 @@ fn starts_a_word(text: &str, word: &str) -> bool {
         .any(|(at, _)| !text[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_'))
 }
 
+/// Whether `text` names a word that may make it about a defect.
+fn concern(text: &str) -> bool {
+    [&FAILING[..], &FAILING_TOO, &CONCERN_TOO].iter().any(|list| list.iter().any(|w| starts_a_word(text, w)))
+}
+
 /// Whether `phrase` occurs in `text` as whole words: "might" is not in "mighty".
 fn has_words(text: &str, phrase: &str) -> bool {
     text.match_indices(phrase).any(|(at, _)| {
@@ -253,12 +194,16 @@ pub fn drop_rule(comment: &str) -> Option<Rule> {
     let prose = outside_fences(&text);
     if text.contains("```suggestion")
         && prose.split_whitespace().count() <= 8
-        && !CONCERN.iter().any(|w| starts_a_word(&prose, w))
+        && !concern(&prose)
         && !prose.contains(|c: char| c.is_ascii_digit())
     {
         return Some(SUGGESTION);
     }
-    if HEDGES.iter().any(|h| has_words(&text, h)) && !names_code(&text) && !names_a(&CONCRETE) {
+    if HEDGES.iter().any(|h| has_words(&text, h))
+        && !names_code(&text)
+        && !names_a(&FAILING)
+        && !names_a(&WANTED)
+    {
         return Some(VAGUE);
     }
     // Whole words: "ty" must not take "typo".
@@ -267,14 +212,14 @@ pub fn drop_rule(comment: &str) -> Option<Rule> {
             text.strip_prefix(w).is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric()))
         })
     };
-    if starts(&PRAISES) && !names_a(&FAILURES) {
+    if starts(&PRAISES) && !names_a(&FAILING) && !names_a(&FAILING_TOO) {
         return Some(PRAISE);
     }
     let one_question = text.ends_with('?') && text.matches('?').count() == 1 && !text.contains(". ");
-    if one_question && starts(&WHY_QUESTIONS) && !names_a(&FAILURES) {
+    if one_question && starts(&WHY_QUESTIONS) && !names_a(&FAILING) && !names_a(&FAILING_TOO) {
         return Some(QUESTION);
     }
-    if text.contains("```") || names_a(&CONCERN) {
+    if text.contains("```") || concern(&text) {
         return None;
     }
     let words = text.split_whitespace().count();
