@@ -72,7 +72,7 @@ const FAILING: [&str; 21] = [
 /// "looks good, this should save a query" and "why not return a tuple?" name no failure.
 const FAILING_TOO: [&str; 7] = ["but ", "though", "raise", "error", "exception", "missing", "one thing"];
 /// With [`FAILING`] and [`FAILING_TOO`], the words that make a comment possibly about a defect,
-/// which no rule but the reply and suggestion rules may drop.
+/// which keep a comment from the acknowledgement, process, deferred and nit rules.
 const CONCERN_TOO: [&str; 9] =
     ["loop", "should", "must", "instead", "return", "message", "docstring", "security", "inject"];
 /// More that keep a hedged comment from being vague: it names the change it wants.
@@ -189,6 +189,7 @@ pub fn drop_rule(comment: &str) -> Option<Rule> {
         return Some(REPLY);
     }
     let names_a = |list: &[&str]| list.iter().any(|w| starts_a_word(&text, w));
+    let names_a_failure = names_a(&FAILING) || names_a(&FAILING_TOO);
     // A suggestion's own words, if any, are a short aside that names no failure or value: "tiny
     // thing", "reads tighter with the walrus", "(and the two uses below)".
     let prose = outside_fences(&text);
@@ -212,11 +213,11 @@ pub fn drop_rule(comment: &str) -> Option<Rule> {
             text.strip_prefix(w).is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric()))
         })
     };
-    if starts(&PRAISES) && !names_a(&FAILING) && !names_a(&FAILING_TOO) {
+    if starts(&PRAISES) && !names_a_failure {
         return Some(PRAISE);
     }
     let one_question = text.ends_with('?') && text.matches('?').count() == 1 && !text.contains(". ");
-    if one_question && starts(&WHY_QUESTIONS) && !names_a(&FAILING) && !names_a(&FAILING_TOO) {
+    if one_question && starts(&WHY_QUESTIONS) && !names_a_failure {
         return Some(QUESTION);
     }
     if text.contains("```") || concern(&text) {
