@@ -110,53 +110,10 @@ pub async fn run(
     limits: &Limits,
     reporter: &mut dyn Reporter,
 ) -> Result<RunSummary, StoreError> {
-    let pipeline = flow.pipeline;
-    let n = pipeline.stages.len();
     let (done_tx, mut done_rx) = mpsc::unbounded_channel();
-    let mut sched = Scheduler {
-        flow,
-        store,
-        records,
-        limits,
-        items: flow.data.items.iter().cloned().map(Arc::new).collect(),
-        position: {
-            let mut position = vec![0; n];
-            for (i, &s) in pipeline.order().iter().enumerate() {
-                position[s] = i;
-            }
-            position
-        },
-        states: vec![vec![TaskState::Waiting; flow.data.len()]; n],
-        remaining: vec![vec![0; flow.data.len()]; n],
-        worklist: Vec::new(),
-        ready: (0..n).map(|_| VecDeque::new()).collect(),
-        busy: BTreeMap::new(),
-        busy_stage: vec![0; n],
-        running: HashMap::new(),
-        done_tx,
-        executed: 0,
-        cached: 0,
-    };
-    reporter.event(Event::Plan {
-        stages: pipeline
-            .order()
-            .iter()
-            .map(|&s| StageInfo {
-                id: &pipeline.stages[s].id,
-                title: &pipeline.stages[s].title,
-                total: flow.task_count(s),
-            })
-            .collect(),
-    });
-    for &s in pipeline.order().iter().rev() {
-        for x in flow.tasks(s).collect::<Vec<_>>().into_iter().rev() {
-            let wait = flow.wait_count(s, x);
-            sched.remaining[s][x] = wait;
-            if wait == 0 {
-                sched.worklist.push((s, x));
-            }
-        }
-    }
+    let mut sched = Scheduler::new(flow, store, records, limits, done_tx);
+    reporter.event(Event::Plan { stages: plan(flow) });
+    sched.seed();
     sched.settle_ready(reporter);
 
     let mut sigint = signal(SignalKind::interrupt()).ok();
@@ -175,26 +132,28 @@ pub async fn run(
         if sched.running.is_empty() {
             break;
         }
-        tokio::select! {
+        let signalled = tokio::select! {
             Some(done) = done_rx.recv() => {
                 sched.finish(done, reporter);
                 while let Ok(done) = done_rx.try_recv() {
                     sched.finish(done, reporter);
                 }
                 sched.settle_ready(reporter);
+                false
             }
-            Some(()) = recv(&mut sigint) => {
-                interrupted = true;
-                if stopping { sched.abort(reporter); break; }
-                stopping = true;
-                reporter.event(Event::Stopping { in_flight: sched.running.len() });
+            Some(()) = recv(&mut sigint) => true,
+            Some(()) = recv(&mut sigterm) => true,
+        };
+        // The first Ctrl-C or SIGTERM stops new work and lets the running tasks end; a second cuts
+        // them off.
+        if signalled {
+            interrupted = true;
+            if stopping {
+                sched.abort(reporter);
+                break;
             }
-            Some(()) = recv(&mut sigterm) => {
-                interrupted = true;
-                if stopping { sched.abort(reporter); break; }
-                stopping = true;
-                reporter.event(Event::Stopping { in_flight: sched.running.len() });
-            }
+            stopping = true;
+            reporter.event(Event::Stopping { in_flight: sched.running.len() });
         }
     }
     store.flush().await?;
@@ -212,6 +171,20 @@ pub async fn run(
     })
 }
 
+/// The stages in run order with their task counts, for the reporter.
+fn plan<'f>(flow: &'f Flow<'_>) -> Vec<StageInfo<'f>> {
+    let pipeline = flow.pipeline;
+    pipeline
+        .order()
+        .iter()
+        .map(|&s| StageInfo {
+            id: &pipeline.stages[s].id,
+            title: &pipeline.stages[s].title,
+            total: flow.task_count(s),
+        })
+        .collect()
+}
+
 async fn recv(sig: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
     match sig {
         Some(s) => s.recv().await,
@@ -219,7 +192,54 @@ async fn recv(sig: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
     }
 }
 
-impl Scheduler<'_> {
+impl<'a> Scheduler<'a> {
+    fn new(
+        flow: &'a Flow<'a>,
+        store: &'a Store,
+        records: &'a HashMap<TaskKey, Record>,
+        limits: &'a Limits,
+        done_tx: mpsc::UnboundedSender<Done>,
+    ) -> Scheduler<'a> {
+        let n = flow.pipeline.stages.len();
+        let mut position = vec![0; n];
+        for (i, &s) in flow.pipeline.order().iter().enumerate() {
+            position[s] = i;
+        }
+        Scheduler {
+            flow,
+            store,
+            records,
+            limits,
+            items: flow.data.items.iter().cloned().map(Arc::new).collect(),
+            position,
+            states: vec![vec![TaskState::Waiting; flow.data.len()]; n],
+            remaining: vec![vec![0; flow.data.len()]; n],
+            worklist: Vec::new(),
+            ready: (0..n).map(|_| VecDeque::new()).collect(),
+            busy: BTreeMap::new(),
+            busy_stage: vec![0; n],
+            running: HashMap::new(),
+            done_tx,
+            executed: 0,
+            cached: 0,
+        }
+    }
+
+    /// Counts what each task waits on; those that wait on nothing go on the worklist, in the
+    /// pipeline's order.
+    fn seed(&mut self) {
+        let flow = self.flow;
+        for &s in flow.pipeline.order().iter().rev() {
+            for x in flow.tasks(s).collect::<Vec<_>>().into_iter().rev() {
+                let wait = flow.wait_count(s, x);
+                self.remaining[s][x] = wait;
+                if wait == 0 {
+                    self.worklist.push((s, x));
+                }
+            }
+        }
+    }
+
     /// Decides every task whose upstream tasks have all settled: skipped, answered from the store,
     /// or queued to run.
     fn settle_ready(&mut self, reporter: &mut dyn Reporter) {
