@@ -448,3 +448,82 @@ fn a_second_sampled_candidate_is_judged_when_the_first_misses() {
         .collect();
     assert_eq!(sampled, [Some(1009)], "{seen:?}");
 }
+
+/// With a `project_tests` stage and `from_project_tests`, the tests the fix adds to the project are
+/// candidates before the model: durations#3's fix adds a rounding test and a malformed-numbers
+/// table, which fail on the reviewed code (with the fixed test module put in) and pass on the fixed
+/// code. The rounding comment gets the project's rounding test, judged by the same oracle and the
+/// relevance gate; the docstring comment, which no project test reaches, goes on to the model.
+#[test]
+fn the_tests_a_fix_adds_to_the_project_are_candidates_for_its_comments() {
+    if !docker_or_skip("the project tests test") {
+        return;
+    }
+    let (record, _) = durations3();
+    let server = Server::responding(|_| Reply::Answer("I cannot write a test for this.".into()));
+    let s = Scratch::new();
+    let mirrors = s.sample_mirrors();
+    s.write("one.jsonl", &format!("{record}\n"));
+    let more = format!(
+        "  - id: attribution\n    kind: attribution\n    needs: context\n    prompt: {}/prompts/attribution.md\n\
+         \x20 - id: project\n    kind: project_tests\n    needs: environment\n",
+        common::root().display()
+    );
+    let yaml = curation_pipeline(
+        "syn",
+        &mirrors,
+        &server.base_url,
+        "    repeats: 2\n    max_attempts: 1\n    from_project_tests: true\n",
+        &more,
+    )
+    .replace("needs: [context, environment]\n", "needs: [context, environment, attribution, project]\n");
+    s.write("p.yaml", &yaml);
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    let db = rusqlite::Connection::open(s.path(".curate/syn/state.db")).unwrap();
+    let project: String =
+        db.query_row("SELECT output FROM tasks WHERE stage = 'project'", [], |r| r.get(0)).unwrap();
+    let project: Value = serde_json::from_str(&project).unwrap();
+    let f2p: Vec<&str> =
+        project["fail_to_pass"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(f2p.contains(&"tests/test_parse.py::test_fractions_are_rounded_not_truncated"), "{project}");
+    assert_eq!(f2p.iter().filter(|n| n.contains("test_rejects_malformed_numbers[")).count(), 4, "{project}");
+    assert_eq!(f2p.len(), 5, "only the tests the fix adds fail on the reviewed code: {project}");
+    let p2p = project["pass_to_pass"].as_array().unwrap();
+    assert!(p2p.iter().any(|n| n.as_str().unwrap().contains("test_rejects_malformed[")), "{project}");
+    assert_eq!(project["test_paths"], serde_json::json!(["tests/test_parse.py"]));
+
+    let rows = rows(&s);
+    let id = |n: usize| format!("curate-sample__durations-3#{n}");
+    let (state, _, c1) = &rows[&id(1)];
+    assert_eq!(state, "kept", "{c1}");
+    assert_eq!(c1["written_by"], "project test", "{c1}");
+    assert_eq!(
+        c1["project"]["node"], "tests/test_parse.py::test_fractions_are_rounded_not_truncated",
+        "{c1}"
+    );
+    assert_eq!(c1["test_file"], "tests/test_parse.py");
+    assert!(
+        c1["project"]["files"]["tests/test_parse.py"]
+            .as_str()
+            .unwrap()
+            .contains("def test_fractions_are_rounded")
+    );
+    assert_eq!(c1["reviewed_verdict"], "assertion", "{c1}");
+    assert!(!c1["relevance"]["covered"]["src/durations/__init__.py"].as_array().unwrap().is_empty(), "{c1}");
+    assert_eq!(c1["relevance"]["partial_revert"], "assertion", "it fails with the rounding undone: {c1}");
+
+    // The docstring comment: every project candidate was judged, none reached its lines, and the
+    // model (which wrote nothing) was asked.
+    let (state, reason, c3) = &rows[&id(3)];
+    assert_eq!((state.as_str(), reason.as_deref()), ("rejected", Some("unparseable")), "{c3}");
+    let history = c3["history"].as_array().unwrap();
+    let by_project: Vec<&Value> = history.iter().filter(|h| h["written_by"] == "project test").collect();
+    assert!(!by_project.is_empty(), "{c3}");
+    assert!(
+        by_project.iter().all(|h| h["result"] == "does not exercise the change that answers the comment"),
+        "{c3}"
+    );
+    assert_eq!(history.last().unwrap()["result"], "unparseable", "{c3}");
+}

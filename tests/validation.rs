@@ -389,3 +389,78 @@ fn a_rewrite_of_the_commented_function_is_spliced_back_and_validated() {
     let told = server.requests().iter().any(|r| r.to_string().contains("it changes nothing"));
     assert!(told, "the unchanged answer was reported back");
 }
+
+/// Drops the pattern check along with the truncation: the rounding test passes, but the project's
+/// own `test_rejects_malformed` cases, which passed before, no longer raise.
+const BREAKING_EDIT: &str = "src/durations/__init__.py\n<<<<<<< SEARCH\n    if not _WHOLE.fullmatch(text):\n        raise ValueError(f\"malformed duration: {text!r}\")\n    return sum(\n        int(float(number) * _UNITS[unit]) for number, unit in _TOKEN.findall(text)\n    )\n=======\n    total = sum(float(number) * _UNITS[unit] for number, unit in _TOKEN.findall(text))\n    return round(total)\n>>>>>>> REPLACE\n";
+
+/// With a `project_tests` stage upstream, the hidden test may be the project's own (run in the
+/// repository with the fix's test module written over the revision), and a revision that passes it
+/// must also keep passing the project's tests that passed on both commits: the first revision
+/// drops the pattern check and breaks them, the second does not.
+#[test]
+fn a_revision_that_breaks_the_projects_passing_tests_is_not_validated() {
+    if !docker_or_skip("the regression check test") {
+        return;
+    }
+    let (record, texts) = durations3();
+    let keys: Vec<String> = texts.iter().map(|t| t.chars().take(60).collect()).collect();
+    let server = Server::responding(move |body| {
+        let messages = body["messages"].as_array().unwrap();
+        let system = messages[0]["content"].as_str().unwrap_or("");
+        let first_user = messages.iter().find(|m| m["role"] == "user").unwrap()["content"].as_str().unwrap();
+        if !system.contains("software engineer") {
+            return Reply::Answer("I cannot write a test for this.".into());
+        }
+        assert!(!first_user.contains("test_fractions_are_rounded"), "the agent never sees the test");
+        let attempt = body["seed"].as_i64().unwrap() - 6;
+        Reply::Answer(match (keys.iter().position(|k| first_user.contains(k.as_str())), attempt) {
+            (Some(0), 1) => BREAKING_EDIT.into(),
+            (Some(0), _) => ROUNDING_EDIT.into(),
+            _ => "nothing".into(),
+        })
+    });
+    let s = Scratch::new();
+    let mirrors = s.sample_mirrors();
+    s.write("one.jsonl", &format!("{record}\n"));
+    let stages = "  - id: attribution
+    kind: attribution
+    needs: context
+    prompt: {prompts}/attribution.md
+  - id: project
+    kind: project_tests
+    needs: environment
+  - id: validate
+    kind: agent_validation
+    needs: [tests, context, environment, project]
+    attempts: 2
+    agent:
+      kind: builtin
+      prompt: {prompts}/agent.md
+      feedback_prompt: {prompts}/agent_feedback.md
+      max_steps: 1
+";
+    let extra = "    repeats: 1\n    max_attempts: 1\n    from_project_tests: true\n";
+    let yaml = curation_pipeline("val", &mirrors, &server.base_url, extra, stages)
+        .replace("needs: [context, environment]\n", "needs: [context, environment, attribution, project]\n");
+    s.write("p.yaml", &yaml);
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let id = |n: usize| format!("curate-sample__durations-3#{n}");
+    let tests = rows(&s, "tests");
+    assert_eq!(tests[&id(1)].2["written_by"], "project test", "{:?}", tests[&id(1)]);
+
+    let validated = rows(&s, "validate");
+    let (state, _, c1) = &validated[&id(1)];
+    assert_eq!(state, "kept", "{c1}");
+    assert_eq!(c1["attempts"], 2, "{c1}");
+    let history = c1["history"].as_array().unwrap();
+    assert_eq!(history[0]["test"]["verdict"], "passed", "the breaking revision passes the hidden test: {c1}");
+    assert_eq!(history[0]["result"], "the agent's revision broke tests of the project that passed", "{c1}");
+    let broken: Vec<&str> =
+        history[0]["regression"]["broken"].as_array().unwrap().iter().map(|b| b.as_str().unwrap()).collect();
+    assert!(broken.iter().any(|b| b.starts_with("tests/test_parse.py::test_rejects_malformed[")), "{c1}");
+    assert!(!broken.iter().any(|b| b.contains("test_fractions_and_weeks")), "{c1}");
+    assert_eq!(c1["regression"]["broken"], serde_json::json!([]), "{c1}");
+    assert!(c1["regression"]["checked"].as_u64().unwrap() > 5, "{c1}");
+}

@@ -10,7 +10,31 @@ use bollard::Docker;
 use serde::{Deserialize, Serialize};
 
 use crate::exec::build::{build, build_lock};
-use crate::exec::docker::image_exists;
+use crate::exec::docker::{ExecError, image_exists};
+
+/// Why an instance's image could not be made again.
+#[derive(Debug, thiserror::Error)]
+pub enum RebuildError {
+    /// The daemon failed: the world's fault.
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+    /// The export's Dockerfiles do not say what they build on: the data's fault.
+    #[error("the {0} Dockerfile has no FROM line")]
+    NoFrom(&'static str),
+    /// This machine lacks the base image; `curate images bootstrap` makes it.
+    #[error("the base image `{0}` is not here: make it with `curate images bootstrap`")]
+    NoBase(String),
+    /// A layer's build failed (the export's recipe, or what it fetched, no longer builds).
+    #[error("rebuilding the {what} layer `{tag}` failed: {message}\n{log_tail}")]
+    Build { what: &'static str, tag: String, message: String, log_tail: String },
+}
+
+impl RebuildError {
+    /// Whether the export is at fault, so that trying again cannot help.
+    pub fn is_data_error(&self) -> bool {
+        matches!(self, RebuildError::NoFrom(_))
+    }
+}
 
 /// The export's recipe for one instance's image: the tag and the files' contents.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,21 +57,20 @@ struct Layer<'a> {
     dockerfile: &'a str,
     files: &'a [(&'a str, &'a [u8])],
     tree: Option<(&'a str, &'a Path)>,
-    what: &'a str,
+    what: &'static str,
 }
 
 /// Makes `env.image` unless it exists, building the layers it stands on that are missing.
 /// `checkout` is the repository at the reviewed commit. Errors say which layer failed and how.
-pub async fn ensure(docker: &Docker, env: &ExportedEnvironment, checkout: &Path) -> Result<(), String> {
-    let e = |e: crate::exec::ExecError| e.to_string();
-    if image_exists(docker, &env.image).await.map_err(e)? {
+pub async fn ensure(docker: &Docker, env: &ExportedEnvironment, checkout: &Path) -> Result<(), RebuildError> {
+    if image_exists(docker, &env.image).await? {
         return Ok(());
     }
-    let deps_tag = from_image(&env.instance).ok_or("the instance Dockerfile has no FROM line")?;
-    let tools_tag = from_image(&env.deps).ok_or("the dependency Dockerfile has no FROM line")?;
-    let base = from_image(&env.tools).ok_or("the tools Dockerfile has no FROM line")?;
-    if !image_exists(docker, base).await.map_err(e)? {
-        return Err(format!("the base image `{base}` is not here: make it with `curate images bootstrap`"));
+    let deps_tag = from_image(&env.instance).ok_or(RebuildError::NoFrom("instance"))?;
+    let tools_tag = from_image(&env.deps).ok_or(RebuildError::NoFrom("dependency"))?;
+    let base = from_image(&env.tools).ok_or(RebuildError::NoFrom("tools"))?;
+    if !image_exists(docker, base).await? {
+        return Err(RebuildError::NoBase(base.to_string()));
     }
     let requirements = [("requirements.txt", env.requirements.as_bytes())];
     let layers = [
@@ -63,14 +86,12 @@ pub async fn ensure(docker: &Docker, env: &ExportedEnvironment, checkout: &Path)
     ];
     for l in layers {
         let _guard = build_lock(l.tag).await;
-        if image_exists(docker, l.tag).await.map_err(e)? {
+        if image_exists(docker, l.tag).await? {
             continue;
         }
-        if let Err(f) = build(docker, l.tag, l.dockerfile, l.files, l.tree).await.map_err(e)? {
-            return Err(format!(
-                "rebuilding the {} layer `{}` failed: {}\n{}",
-                l.what, l.tag, f.message, f.log_tail
-            ));
+        if let Err(f) = build(docker, l.tag, l.dockerfile, l.files, l.tree).await? {
+            let (what, tag) = (l.what, l.tag.to_string());
+            return Err(RebuildError::Build { what, tag, message: f.message, log_tail: f.log_tail });
         }
     }
     Ok(())

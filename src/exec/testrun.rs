@@ -141,13 +141,45 @@ pub fn env_spec(image: &str, command: Vec<String>) -> RunSpec {
 /// Prefixes the lines that name a path the test run wrote under the repository.
 const WROTE: &str = "curate-wrote: ";
 
-/// The shell command of a test run: pytest on the test file, then every path under the repository
+/// What a run runs.
+#[derive(Debug, Clone, Copy)]
+pub enum Target<'a> {
+    /// A test file of curate's (the model's, the probe's): its file name and code, written outside
+    /// the repository so it cannot shadow the project's files, and run with that directory as
+    /// pytest's root.
+    File { name: &'a str, code: &'a str },
+    /// The project's own tests, by their pytest node ids (`tests/test_x.py::test_y[1]`, or a whole
+    /// file), run in the repository with the project's configuration, conftest files and data.
+    Project { nodes: &'a [String] },
+}
+
+impl Target<'_> {
+    /// What pytest is given to run, quoted for the shell.
+    fn pytest_args(&self) -> String {
+        match self {
+            Target::File { name, .. } => format!("--rootdir {TEST_DIR} {}", shell_quote(&test_path(name))),
+            Target::Project { nodes } => nodes.iter().map(|n| shell_quote(n)).collect::<Vec<_>>().join(" "),
+        }
+    }
+}
+
+/// `text` as one word of `sh`: in single quotes, each quote in it closed, escaped and reopened.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// The path a test file of curate's runs under.
+fn test_path(name: &str) -> String {
+    format!("{TEST_DIR}/{}", test_name(name))
+}
+
+/// The shell command of a test run: pytest on `pytest_args`, then every path under the repository
 /// that changed while it ran (a test may not write into the project). Changed by the inode's change
 /// time, which every write and every `utime` sets and no unprivileged process can set back, so a test
 /// that restores a file's modification time is still seen. `options` go to pytest (with a leading space).
-fn test_command(test_path: &str, options: &str) -> Vec<String> {
+fn test_command(pytest_args: &str, options: &str) -> Vec<String> {
     let script = format!(
-        "touch {TEST_DIR}/.started && python -m pytest -q -p no:cacheprovider{options} --rootdir {TEST_DIR} {test_path}; \
+        "touch {TEST_DIR}/.started && python -m pytest -q -p no:cacheprovider{options} {pytest_args}; \
          rc=$?; find {REPO} -cnewer {TEST_DIR}/.started -not -path '*/__pycache__*' -printf '%y %p\\n' \
          | sed 's|^|{WROTE}|'; exit $rc"
     );
@@ -170,44 +202,139 @@ pub async fn run_test_traced(
     timeout: Duration,
     files: &[String],
 ) -> Result<(TestRun, BTreeMap<String, Vec<u64>>), ExecError> {
-    run_pytest(docker, image, tree, test, timeout, 0, Some(files)).await
+    let target = Target::File { name: test.0, code: test.1 };
+    run_target_traced(docker, image, tree, target, timeout, files).await
 }
 
-/// One pytest run of `test` in a fresh container: under hash seed `seed`, and with the tracing
-/// plugin on `trace` (repository-relative paths) when given.
+/// Runs `target` like [`run_target`], tracing which lines of `files` (paths relative to the
+/// repository) it executes.
+pub async fn run_target_traced(
+    docker: &impl Executor,
+    image: &str,
+    tree: &Path,
+    target: Target<'_>,
+    timeout: Duration,
+    files: &[String],
+) -> Result<(TestRun, BTreeMap<String, Vec<u64>>), ExecError> {
+    let (run, traced, _) = run_pytest(docker, image, tree, target, timeout, 0, Plugin::Trace(files)).await?;
+    Ok((run, traced))
+}
+
+/// A plugin of curate's a run adds to pytest.
+#[derive(Clone, Copy)]
+enum Plugin<'a> {
+    None,
+    /// The tracing plugin, on these repository-relative files.
+    Trace(&'a [String]),
+    /// The plugin that prints every test node's outcome.
+    Outcomes,
+}
+
+/// The module name of the outcome plugin in the test directory, and its source.
+const OUTCOME_PLUGIN: (&str, &str) = ("curate_outcomes", include_str!("outcome_plugin.py"));
+/// Prefixes each line the outcome plugin prints.
+const OUTCOME: &str = "curate-outcome: ";
+
+/// One pytest run of `target` in a fresh container: under hash seed `seed`, with `plugin`. What
+/// the run said, the lines traced (when tracing) and each node's outcome (when asked).
 async fn run_pytest(
     docker: &impl Executor,
     image: &str,
     tree: &Path,
-    test: (&str, &str),
+    target: Target<'_>,
     timeout: Duration,
     seed: u32,
-    trace: Option<&[String]>,
-) -> Result<(TestRun, BTreeMap<String, Vec<u64>>), ExecError> {
-    let test_path = format!("{TEST_DIR}/{}", test_name(test.0));
-    let options = trace.map_or(String::new(), |_| format!(" -p {}", TRACE_PLUGIN.0));
-    let mut spec = env_spec(image, test_command(&test_path, &options));
+    plugin: Plugin<'_>,
+) -> Result<(TestRun, BTreeMap<String, Vec<u64>>, BTreeMap<String, NodeOutcome>), ExecError> {
+    let options = match plugin {
+        Plugin::None => String::new(),
+        Plugin::Trace(_) => format!(" -p {}", TRACE_PLUGIN.0),
+        Plugin::Outcomes => format!(" --tb=short -p {}", OUTCOME_PLUGIN.0),
+    };
+    let mut spec = env_spec(image, test_command(&target.pytest_args(), &options));
     spec.timeout = timeout;
     spec.pids = TEST_PIDS;
     spec.env.push(("PYTHONHASHSEED".into(), seed.to_string()));
     spec.files = tree_files(tree)?;
-    spec.files.push((test_path, test.1.as_bytes().to_vec()));
-    if let Some(files) = trace {
+    match target {
+        Target::File { name, code } => spec.files.push((test_path(name), code.as_bytes().to_vec())),
+        // The directory the run's marker goes in.
+        Target::Project { .. } => spec.files.push((format!("{TEST_DIR}/.keep"), Vec::new())),
+    }
+    let mut add_plugin = |(name, source): (&str, &str)| {
         spec.env.push(("PYTHONPATH".into(), TEST_DIR.into()));
-        let absolute: Vec<String> = files.iter().map(|f| format!("{REPO}/{f}")).collect();
-        spec.env.push(("CURATE_TRACE_FILES".into(), absolute.join(":")));
-        spec.files.push((format!("{TEST_DIR}/{}.py", TRACE_PLUGIN.0), TRACE_PLUGIN.1.as_bytes().to_vec()));
+        spec.files.push((format!("{TEST_DIR}/{name}.py"), source.as_bytes().to_vec()));
+    };
+    match plugin {
+        Plugin::None => {}
+        Plugin::Trace(files) => {
+            add_plugin(TRACE_PLUGIN);
+            let absolute: Vec<String> = files.iter().map(|f| format!("{REPO}/{f}")).collect();
+            spec.env.push(("CURATE_TRACE_FILES".into(), absolute.join(":")));
+        }
+        Plugin::Outcomes => add_plugin(OUTCOME_PLUGIN),
     }
     let r = docker.run(&spec).await?;
     let (output, wrote) = split_writes(&r.output);
     let (output, traced) = split_trace(&output);
+    let (output, outcomes) = split_outcomes(&output);
     let verdict = if r.oom_killed && !r.timed_out {
         Verdict::OutOfMemory
     } else {
         classify(r.exit_code, r.timed_out, &output)
     };
     let run = TestRun { verdict, exit_code: r.exit_code, output, wrote, seconds: r.duration.as_secs_f64() };
-    Ok((run, traced))
+    Ok((run, traced, outcomes))
+}
+
+/// How one test node of the project ended in a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeOutcome {
+    Passed,
+    Failed,
+    /// Its setup, teardown or collection failed.
+    Error,
+    /// Skipped, or marked xfail: no verdict.
+    Skipped,
+}
+
+/// Splits the outcome plugin's lines from what pytest printed: each node's outcome.
+fn split_outcomes(output: &str) -> (String, BTreeMap<String, NodeOutcome>) {
+    let mut outcomes = BTreeMap::new();
+    let mut rest = String::with_capacity(output.len());
+    for line in output.split_inclusive('\n') {
+        let Some(entry) = line.strip_prefix(OUTCOME) else {
+            rest.push_str(line);
+            continue;
+        };
+        let (word, node) = entry.trim_end().split_once(' ').unwrap_or((entry.trim_end(), ""));
+        let outcome = match word {
+            "passed" => NodeOutcome::Passed,
+            "failed" => NodeOutcome::Failed,
+            "error" => NodeOutcome::Error,
+            _ => NodeOutcome::Skipped,
+        };
+        if !node.is_empty() {
+            outcomes.insert(node.to_string(), outcome);
+        }
+    }
+    (rest, outcomes)
+}
+
+/// Runs the project's test files `files` (repository-relative) in `tree`: the run, and every test
+/// node's outcome. Output past the sandbox's limit is cut in the middle, so a run of thousands of
+/// tests may name only some of them; the failures are printed first.
+pub async fn project_outcomes(
+    docker: &impl Executor,
+    image: &str,
+    tree: &Path,
+    files: &[String],
+    timeout: Duration,
+) -> Result<(TestRun, BTreeMap<String, NodeOutcome>), ExecError> {
+    let target = Target::Project { nodes: files };
+    let (run, _, outcomes) = run_pytest(docker, image, tree, target, timeout, 0, Plugin::Outcomes).await?;
+    Ok((run, outcomes))
 }
 
 /// Splits the tracing plugin's line from what pytest printed: per repository-relative file, the
@@ -297,7 +424,19 @@ pub async fn run_test_seeded(
     timeout: Duration,
     seed: u32,
 ) -> Result<TestRun, ExecError> {
-    run_pytest(docker, image, tree, test, timeout, seed, None).await.map(|(run, _)| run)
+    run_target(docker, image, tree, Target::File { name: test.0, code: test.1 }, timeout, seed).await
+}
+
+/// One run of `target` against `tree` under hash seed `seed`.
+pub async fn run_target(
+    docker: &impl Executor,
+    image: &str,
+    tree: &Path,
+    target: Target<'_>,
+    timeout: Duration,
+    seed: u32,
+) -> Result<TestRun, ExecError> {
+    run_pytest(docker, image, tree, target, timeout, seed, Plugin::None).await.map(|(run, ..)| run)
 }
 
 #[cfg(test)]

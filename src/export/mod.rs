@@ -111,8 +111,21 @@ pub fn assemble(flow: &Flow, states: &[Vec<TaskState>], last: usize) -> Benchmar
             };
             let synthesis = output_of(flow, states, contract::Test::NAME, c);
             let filter = output_of(flow, states, contract::FilterVerdict::NAME, c);
-            let test_path =
-                synthesis.and_then(|s| s["test_file"].as_str()).map(|f| format!("tests/{dir}/{f}"));
+            // A project test goes with the test side it needs, under a directory of its own laid
+            // out as the repository is.
+            let project = synthesis
+                .and_then(|s| serde_json::from_value::<contract::ProjectTest>(s["project"].clone()).ok());
+            let root = format!("tests/{dir}/project");
+            let test_path = synthesis.and_then(|s| s["test_file"].as_str()).map(|f| match project {
+                Some(_) => format!("{root}/{f}"),
+                None => format!("tests/{dir}/{f}"),
+            });
+            let project_test = project.map(|p| {
+                for (path, text) in &p.files {
+                    files.insert(format!("{root}/{path}"), text.as_bytes().to_vec());
+                }
+                json!({"node": p.node, "root": root, "files": p.files.keys().collect::<Vec<_>>()})
+            });
             let test = synthesis.and_then(|s| s["test"].as_str()).unwrap_or_default();
             if let Some(path) = &test_path {
                 files.insert(path.clone(), test.as_bytes().to_vec());
@@ -128,6 +141,8 @@ pub fn assemble(flow: &Flow, states: &[Vec<TaskState>], last: usize) -> Benchmar
                 "category": text(filter, "category"),
                 "test_path": test_path,
                 "kind": text(synthesis, "kind"),
+                "written_by": synthesis.map(|s| s["written_by"].as_str().unwrap_or("model")),
+                "project_test": project_test,
             }));
         }
         let patch = pr.patch.clone().unwrap_or_default();

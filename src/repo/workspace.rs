@@ -78,21 +78,21 @@ pub fn init_baseline(dir: &Path) -> Result<(), RepoError> {
 }
 
 /// A history-free working copy of `commit` of `repo` in `dest` (see the module's doc), made on a
-/// blocking thread. Errors are said in words, for a task's error.
+/// blocking thread. A commit the mirror lacks stays a [`RepoError::MissingCommit`]: the data's
+/// fault, which no retry mends.
 pub async fn history_free_copy(
     mirrors: std::sync::Arc<super::Mirrors>,
     repo: &str,
     commit: &str,
     dest: &Path,
-) -> Result<(), String> {
-    let (repo, commit, dest) = (repo.to_string(), commit.to_string(), dest.to_path_buf());
+) -> Result<(), RepoError> {
+    let (name, commit, dest) = (repo.to_string(), commit.to_string(), dest.to_path_buf());
     tokio::task::spawn_blocking(move || {
-        mirrors.open(&repo, &[&commit])?.export_tree(&commit, &dest)?;
+        mirrors.open(&name, &[&commit])?.export_tree(&commit, &dest)?;
         init_baseline(&dest)
     })
     .await
-    .map_err(|e| format!("the git worker failed: {e}"))?
-    .map_err(|e| e.to_string())
+    .map_err(|e| RepoError::Git { repo: repo.to_string(), error: format!("the git worker failed: {e}") })?
 }
 
 /// What changed in `dir` since its baseline commit, as a unified diff; new files included.

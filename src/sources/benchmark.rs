@@ -71,6 +71,25 @@ struct Comment {
     category: Option<String>,
     test_path: Option<String>,
     kind: Option<String>,
+    #[serde(default)]
+    project_test: Option<ExportedProjectTest>,
+}
+
+/// How the export lays out one of the project's own tests: its node id, and the test side it needs
+/// under `root`, laid out as the repository is.
+#[derive(Debug, Deserialize)]
+struct ExportedProjectTest {
+    node: String,
+    root: String,
+    files: Vec<String>,
+}
+
+/// A project test as the evaluation runs it: in the repository, with `files` (by repository path)
+/// written over the revision first.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BenchProjectTest {
+    pub node: String,
+    pub files: std::collections::BTreeMap<String, String>,
 }
 
 /// One test of an instance, as the evaluation stages read it from `extra.benchmark.tests`.
@@ -82,6 +101,9 @@ pub struct BenchTest {
     pub code: String,
     pub kind: String,
     pub category: Option<String>,
+    /// Set when the test is one of the project's own.
+    #[serde(default)]
+    pub project: Option<BenchProjectTest>,
 }
 
 impl Source for Benchmark {
@@ -131,6 +153,19 @@ fn exported_environment(dir: &Path, env: &Value) -> Result<Option<ExportedEnviro
     }))
 }
 
+/// A project test's files read in from the export.
+fn project_test(dir: &Path, p: &ExportedProjectTest) -> Result<BenchProjectTest, String> {
+    check_repo_path(&p.root).map_err(|e| format!("`root`: the path {e}"))?;
+    let mut files = std::collections::BTreeMap::new();
+    for path in &p.files {
+        check_repo_path(path).map_err(|e| format!("`files`: the path {e}"))?;
+        let at = format!("{}/{path}", p.root);
+        let text = std::fs::read_to_string(dir.join(&at)).map_err(|e| format!("cannot read {at}: {e}"))?;
+        files.insert(path.clone(), text);
+    }
+    Ok(BenchProjectTest { node: p.node.clone(), files })
+}
+
 fn record(dir: &Path, i: Instance) -> Result<(String, PullRequest), (String, String)> {
     let mut tests = Vec::new();
     let mut human = Vec::new();
@@ -143,12 +178,17 @@ fn record(dir: &Path, i: Instance) -> Result<(String, PullRequest), (String, Str
             .map_err(|e| (field.clone(), format!("cannot read {test_path}: {e}")))?;
         let file =
             Path::new(test_path).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let project = match &c.project_test {
+            Some(p) => Some(project_test(dir, p).map_err(|m| (format!("comments[{n}].project_test"), m))?),
+            None => None,
+        };
         tests.push(BenchTest {
             comment: c.id.clone(),
             file,
             code,
             kind: c.kind.clone().unwrap_or_else(|| "structural".into()),
             category: c.category.clone(),
+            project,
         });
     }
     let rebuild = exported_environment(dir, &i.environment).map_err(|m| ("environment".to_string(), m))?;

@@ -5,7 +5,10 @@
 //! runs. Every revision, its transcript and its test run are stored.
 //!
 //! Needs a `test_synthesis` stage (the test), a `comment_context` stage (the file) and an
-//! `environment` stage (the image) upstream.
+//! `environment` stage (the image) upstream. With a `project_tests` stage upstream too, a revision
+//! that passes the hidden test must also keep passing the project's tests that passed on both the
+//! reviewed and the fixed code (SWE-bench's PASS_TO_PASS); the check and what it broke are stored,
+//! and `regression_check: false` records them without rejecting.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +25,7 @@ use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
 use crate::exec::hosts::Hosts;
-use crate::exec::testrun::{Verdict, run_test};
+use crate::exec::testrun::{NodeOutcome, Target, Verdict, project_outcomes, run_target};
 use crate::record::PullRequest;
 use crate::repo::Mirrors;
 use crate::repo::workspace::history_free_copy;
@@ -38,6 +41,14 @@ struct Config {
     /// Seconds the hidden test may take on a revision.
     #[serde(default = "default_timeout")]
     timeout_secs: u64,
+    /// With a `project_tests` stage upstream: reject a revision that breaks a test of
+    /// `pass_to_pass` (else only record it).
+    #[serde(default = "default_regression_check")]
+    regression_check: bool,
+}
+
+fn default_regression_check() -> bool {
+    true
 }
 
 fn default_attempts() -> u32 {
@@ -50,6 +61,7 @@ fn default_timeout() -> u64 {
 pub mod reasons {
     pub const NO_CHANGE: &str = "the agent changed nothing";
     pub const FAILED: &str = "the agent's revision did not pass the test";
+    pub const BROKE: &str = "the agent's revision broke tests of the project that passed";
 }
 
 struct Validation {
@@ -58,6 +70,7 @@ struct Validation {
     docker: Arc<Hosts>,
     attempts: u32,
     timeout: Duration,
+    regression_check: bool,
 }
 
 pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
@@ -72,6 +85,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         docker: ctx.docker.clone(),
         attempts: config.attempts,
         timeout: Duration::from_secs(config.timeout_secs),
+        regression_check: config.regression_check,
     });
     // 2: the built-in agent also reads unified diffs and whole files.
     Ok(StageDef {
@@ -90,8 +104,9 @@ struct Inputs {
     pr: PullRequest,
     task: AgentTask,
     image: String,
-    test_file: String,
-    test: String,
+    test: Test,
+    /// The project's tests that passed on both sides, when a `project_tests` stage is upstream.
+    pass_to_pass: Option<Vec<String>>,
 }
 
 fn inputs(input: &TaskInput) -> Result<Inputs, TaskError> {
@@ -111,7 +126,91 @@ fn inputs(input: &TaskInput) -> Result<Inputs, TaskError> {
         }],
         files: vec![(path, context.file_before)],
     };
-    Ok(Inputs { image: environment.image, test_file: test.test_file, test: test.test, pr, task })
+    let project: Option<contract::ProjectTests> = contract::upstream_if_any(input)?;
+    let pass_to_pass = project.map(|p| p.pass_to_pass);
+    Ok(Inputs { image: environment.image, test, pass_to_pass, pr, task })
+}
+
+/// Writes a project test's test side over the revised tree `copy` (after the agent is done: it
+/// never sees the test).
+fn put_test_side(copy: &std::path::Path, project: &contract::ProjectTest) -> std::io::Result<()> {
+    for (path, text) in &project.files {
+        crate::record::check_repo_path(path).map_err(std::io::Error::other)?;
+        let to = copy.join(path);
+        if let Some(dir) = to.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(to, text)?;
+    }
+    Ok(())
+}
+
+/// The tests of `pass_to_pass` that did not pass in a run with `outcomes`: those that failed or
+/// errored, and every one of a module that did not import. A test the run did not have (one the
+/// fix's test side adds, when the hidden test is not the project's) is not checked.
+fn regressions(
+    pass_to_pass: &[String],
+    outcomes: &std::collections::BTreeMap<String, NodeOutcome>,
+) -> Vec<String> {
+    pass_to_pass
+        .iter()
+        .filter(|n| {
+            let module = n.split("::").next().unwrap_or(n);
+            match outcomes.get(*n) {
+                Some(o) => *o != NodeOutcome::Passed,
+                None => outcomes.get(module) == Some(&NodeOutcome::Error),
+            }
+        })
+        .cloned()
+        .collect()
+}
+
+/// What the regression check found: the tests of `pass_to_pass` checked, and those that did not
+/// pass on the revision.
+fn regression_record(checked: usize, broken: &[String]) -> Value {
+    json!({"checked": checked, "broken": broken})
+}
+
+impl Validation {
+    /// The hidden test on the revision in `copy`: a test of curate's from outside the repository,
+    /// or the project's own with its test side written over the revision.
+    async fn hidden_test(
+        &self,
+        i: &Inputs,
+        copy: &std::path::Path,
+    ) -> Result<crate::exec::testrun::TestRun, TaskError> {
+        let nodes: Vec<String> = i.test.project.iter().map(|p| p.node.clone()).collect();
+        let target = match &i.test.project {
+            Some(project) => {
+                put_test_side(copy, project)
+                    .map_err(|e| TaskError::infra(format!("cannot write the project's tests: {e}")))?;
+                Target::Project { nodes: &nodes }
+            }
+            None => Target::File { name: &i.test.test_file, code: &i.test.test },
+        };
+        Ok(run_target(&*self.docker, &i.image, copy, target, self.timeout, 0).await?)
+    }
+
+    /// The tests of `pass_to_pass` that do not pass on the revision in `copy` (with the fix's test
+    /// side in it when the hidden test is the project's), run module by module.
+    async fn broken(
+        &self,
+        i: &Inputs,
+        copy: &std::path::Path,
+        pass_to_pass: &[String],
+    ) -> Result<Vec<String>, TaskError> {
+        if let Some(project) = &i.test.project {
+            put_test_side(copy, project)
+                .map_err(|e| TaskError::infra(format!("cannot write the project's tests: {e}")))?;
+        }
+        let mut modules: Vec<String> =
+            pass_to_pass.iter().map(|n| n.split("::").next().unwrap_or(n).to_string()).collect();
+        modules.sort();
+        modules.dedup();
+        let (_, outcomes) =
+            project_outcomes(&*self.docker, &i.image, copy, &modules, self.timeout * 5).await?;
+        Ok(regressions(pass_to_pass, &outcomes))
+    }
 }
 
 impl AsyncStage for Validation {
@@ -120,7 +219,8 @@ impl AsyncStage for Validation {
         let mut history = Vec::new();
         let mut last = reasons::FAILED;
         for attempt in 1..=self.attempts {
-            let work = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
+            let work =
+                tempfile::tempdir().map_err(|e| TaskError::infra(format!("no temporary directory: {e}")))?;
             let copy = work.path().join("repo");
             history_free_copy(self.mirrors.clone(), &i.pr.repo, &i.pr.head_commit, &copy).await?;
             let revision = self.agent.revise(&i.task, &copy, attempt, &input.meter).await?;
@@ -129,25 +229,58 @@ impl AsyncStage for Validation {
                 last = reasons::NO_CHANGE;
                 continue;
             }
-            let run = run_test(&*self.docker, &i.image, &copy, (&i.test_file, &i.test), self.timeout)
-                .await
-                .map_err(|e| e.to_string())?;
+            let run = self.hidden_test(&i, &copy).await?;
             let passed = run.verdict == Verdict::Passed;
-            history.push(json!({
+            let mut entry = json!({
                 "attempt": attempt,
                 "patch": revision.diff,
                 "transcript": revision.transcript,
                 "test": {"verdict": run.verdict, "output": for_feedback(&run.output, 80)},
                 "result": if passed { "passed" } else { reasons::FAILED },
-            }));
-            if passed {
-                return Ok(json!({"attempts": attempt, "patch": revision.diff, "history": history}));
+            });
+            let regression = match (&i.pass_to_pass, passed) {
+                (Some(p2p), true) if !p2p.is_empty() => Some((p2p.len(), self.broken(&i, &copy, p2p).await?)),
+                _ => None,
+            };
+            let broke = regression.as_ref().is_some_and(|(_, broken)| !broken.is_empty());
+            if let Some((checked, broken)) = &regression {
+                entry["regression"] = regression_record(*checked, broken);
+                if broke && self.regression_check {
+                    entry["result"] = json!(reasons::BROKE);
+                }
             }
-            last = reasons::FAILED;
+            history.push(entry);
+            if passed && !(broke && self.regression_check) {
+                let mut out = json!({"attempts": attempt, "patch": revision.diff, "history": history});
+                if let Some((checked, broken)) = &regression {
+                    out["regression"] = regression_record(*checked, broken);
+                }
+                return Ok(out);
+            }
+            last = if passed { reasons::BROKE } else { reasons::FAILED };
         }
         Err(TaskError::Reject {
             reason: last.to_string(),
             detail: json!({"attempts": history.len(), "history": history}),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_regression_is_a_passing_test_that_fails_errors_or_loses_its_module() {
+        use NodeOutcome::*;
+        let p2p: Vec<String> =
+            ["t/test_a.py::ok", "t/test_a.py::bad", "t/test_a.py::added", "t/test_b.py::one"]
+                .map(String::from)
+                .to_vec();
+        let outcomes = [("t/test_a.py::ok", Passed), ("t/test_a.py::bad", Failed), ("t/test_b.py", Error)]
+            .into_iter()
+            .map(|(n, o)| (n.to_string(), o))
+            .collect();
+        assert_eq!(regressions(&p2p, &outcomes), ["t/test_a.py::bad", "t/test_b.py::one"]);
     }
 }

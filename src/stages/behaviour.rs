@@ -20,7 +20,6 @@ use serde_json::{Value, json};
 use serde_yaml::Mapping;
 
 use super::contract::{self, Contract};
-use super::partial;
 use super::{AsyncStage, StageContext, StageDef, TaskError, TaskInput, adapt, comment_records};
 use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
@@ -32,6 +31,7 @@ use crate::repo::Mirrors;
 use crate::repo::hunks;
 use crate::synthesis::facts;
 use crate::synthesis::observed;
+use crate::synthesis::partial;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -138,9 +138,12 @@ impl Behaviour {
         // once more with only the comment's changes undone, and must give another result there.
         let mut partial_run = None;
         if let (Some(attribution), false) = (&attribution, all.is_empty()) {
-            let changes = partial::changes(attribution);
+            let changes = attribution.changes();
             let texts = partial::fixed_texts(&changes, &fixed);
-            if let Some(tree) = partial::tree(&reviewed, &fixed, &changes, &texts).await? {
+            let tree = partial::tree(&reviewed, &fixed, &changes, &texts).await.map_err(|e| {
+                TaskError::infra(format!("cannot make the tree with the comment's change undone: {e}"))
+            })?;
+            if let Some(tree) = tree {
                 partial_run = Some(probe::run(docker, &environment.image, tree.path(), &request).await?);
             }
         }

@@ -86,6 +86,26 @@ impl Contract for Attribution {
     const NAME: &'static str = "attribution";
 }
 
+impl Attribution {
+    /// The changes as the relevance gate and the partial revert take them.
+    pub fn changes(&self) -> Vec<crate::synthesis::relevance::Change<'_>> {
+        self.changes
+            .iter()
+            .map(|c| crate::synthesis::relevance::Change {
+                path: &c.path,
+                added: &c.added,
+                removed: &c.removed,
+                new_start: c.new_start,
+            })
+            .collect()
+    }
+
+    /// The changes with how they were chosen, as a candidate's judge takes them.
+    pub fn attributed(&self) -> crate::synthesis::judge::Attributed<'_> {
+        crate::synthesis::judge::Attributed { how: &self.how, changes: self.changes() }
+    }
+}
+
 /// `observed_behaviour`: calls whose results differ between the reviewed and the fixed code.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Observed {
@@ -111,13 +131,42 @@ impl Contract for Environment {
     const NAME: &'static str = "environment";
 }
 
+/// `project_tests`: the project's own tests that the fix changes, as they ran on the reviewed code
+/// (with the fixed commit's test side put in) and on the fixed code.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ProjectTests {
+    /// The test side of the fix (test modules, conftest files, data under test directories):
+    /// repository-relative paths the fixed commit adds or changes.
+    pub test_paths: Vec<String>,
+    /// Node ids that fail on the reviewed code and pass on the fixed code.
+    pub fail_to_pass: Vec<String>,
+    /// Node ids that pass on both.
+    pub pass_to_pass: Vec<String>,
+}
+
+impl Contract for ProjectTests {
+    const NAME: &'static str = "project_tests";
+}
+
 /// `test_synthesis`: the accepted fail-then-pass test of a comment.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Test {
-    /// Its file name, placed in the repository's root when it runs.
+    /// Its file name: for a test of curate's, placed outside the repository when it runs; for one
+    /// of the project's, its path in the repository.
     pub test_file: String,
-    /// The test's code.
+    /// The test's code (for a project test, its module as the fixed commit has it).
     pub test: String,
+    /// For one of the project's own tests, its node id and the test side it needs.
+    #[serde(default)]
+    pub project: Option<ProjectTest>,
+}
+
+/// A project test chosen as a comment's test: it runs in the repository, with the fixed commit's
+/// test side (`files`, text files by path) written over the tree under test.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProjectTest {
+    pub node: String,
+    pub files: std::collections::BTreeMap<String, String>,
 }
 
 impl Contract for Test {

@@ -16,7 +16,7 @@ pub mod contract;
 pub mod environment;
 pub mod exec;
 pub mod noop;
-pub mod partial;
+pub mod project_tests;
 pub mod review;
 pub mod review_filter;
 pub mod revise;
@@ -34,6 +34,7 @@ const REGISTRY: &[(&str, BuildFn)] = &[
     ("attribution", attribution::build),
     ("environment", environment::build_stage),
     ("observed_behaviour", behaviour::build),
+    ("project_tests", project_tests::build),
     ("test_synthesis", test_synthesis::build),
     ("agent_validation", agent_validation::build),
     ("review", review::build),

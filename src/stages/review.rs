@@ -125,10 +125,10 @@ impl AsyncStage for Review {
         match &self.reviewer {
             Reviewer::Human => {
                 let human = &pr.extra.get("benchmark").and_then(|b| b.get("human_comments")).cloned();
-                let comments: Vec<Finding> = human
-                    .as_ref()
-                    .and_then(|h| serde_json::from_value(h.clone()).ok())
-                    .ok_or("the PR has no human comments: review needs a `benchmark` source")?;
+                let comments: Vec<Finding> =
+                    human.as_ref().and_then(|h| serde_json::from_value(h.clone()).ok()).ok_or_else(|| {
+                        TaskError::reject("the PR has no human comments: review needs a `benchmark` source")
+                    })?;
                 reviewed(&self.name, comments, None)
             }
             Reviewer::Llm { llm, prompt } => {
@@ -138,19 +138,20 @@ impl AsyncStage for Review {
                     ("patch", pr.patch.clone().unwrap_or_default()),
                 ]);
                 let (answer, _) =
-                    llm.chat(&llm.request(prompt.render(&values))).await.map_err(|e| e.to_string())?;
+                    llm.chat(&llm.request(prompt.render(&values))).await.map_err(TaskError::infra)?;
                 input.meter.add(answer.usage.into());
                 let found = findings(&answer.text);
                 let failure = found.is_empty().then(|| "the answer held no review comments".to_string());
                 reviewed(&self.name, found, failure)
             }
             Reviewer::Command { command, timeout, mirrors } => {
-                let work = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
+                let work = tempfile::tempdir()
+                    .map_err(|e| TaskError::infra(format!("no temporary directory: {e}")))?;
                 let copy = work.path().join("repo");
                 history_free_copy(mirrors.clone(), &pr.repo, &pr.head_commit, &copy).await?;
                 let patch_file = work.path().join("patch.diff");
                 let description_file = work.path().join("description.md");
-                let io = |e: std::io::Error| format!("writing the review inputs: {e}");
+                let io = |e: std::io::Error| TaskError::infra(format!("writing the review inputs: {e}"));
                 std::fs::write(&patch_file, pr.patch.clone().unwrap_or_default()).map_err(io)?;
                 std::fs::write(&description_file, format!("{}\n\n{}\n", pr.title, pr.body)).map_err(io)?;
                 let command = command

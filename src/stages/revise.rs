@@ -71,7 +71,8 @@ impl AsyncStage for Revise {
         if comments.is_empty() {
             return revision(0, String::new(), Vec::new());
         }
-        let work = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
+        let work =
+            tempfile::tempdir().map_err(|e| TaskError::infra(format!("no temporary directory: {e}")))?;
         let copy = work.path().join("repo");
         history_free_copy(self.mirrors.clone(), &pr.repo, &pr.head_commit, &copy).await?;
         // The files the comments are on, as they are at the reviewed commit.

@@ -18,7 +18,7 @@ use crate::environment::rebuild::{self, ExportedEnvironment};
 use crate::errors::ConfigError;
 use crate::exec::docker::image_exists;
 use crate::exec::hosts::Hosts;
-use crate::exec::testrun::{Verdict, run_test};
+use crate::exec::testrun::{Target, TestRun, Verdict, run_target};
 use crate::repo::Mirrors;
 use crate::repo::workspace::{apply_patch, history_free_copy};
 use crate::sources::benchmark::BenchTest;
@@ -60,6 +60,35 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
 pub const NOT_APPLIED: &str = "not_applied";
 
 impl Score {
+    /// One test of the instance on the revision in `copy`: a test file of curate's, or one of the
+    /// project's own with its test side written over the revision.
+    async fn run_bench_test(
+        &self,
+        image: &str,
+        copy: &std::path::Path,
+        t: &BenchTest,
+    ) -> Result<TestRun, TaskError> {
+        let nodes: Vec<String> = t.project.iter().map(|p| p.node.clone()).collect();
+        let target = match &t.project {
+            Some(project) => {
+                for (path, text) in &project.files {
+                    crate::record::check_repo_path(path)
+                        .map_err(|e| TaskError::reject(format!("a test file's path {e}")))?;
+                    let to = copy.join(path);
+                    let written = to
+                        .parent()
+                        .map_or(Ok(()), std::fs::create_dir_all)
+                        .and_then(|()| std::fs::write(&to, text));
+                    written
+                        .map_err(|e| TaskError::infra(format!("cannot write the project's tests: {e}")))?;
+                }
+                Target::Project { nodes: &nodes }
+            }
+            None => Target::File { name: &t.file, code: &t.code },
+        };
+        Ok(run_target(&*self.docker, image, copy, target, self.timeout, 0).await?)
+    }
+
     /// An image this machine lacks is made again from the export's Dockerfiles, on a real checkout
     /// of the reviewed commit, as the environment stage built it (a build that reads the version
     /// from git needs the history, which the history-free copy lacks).
@@ -74,8 +103,10 @@ impl Score {
         if image_exists(docker, image).await? {
             return Ok(());
         }
-        let exported: Option<ExportedEnvironment> =
-            serde_json::from_value(bench["rebuild"].clone()).map_err(|e| e.to_string())?;
+        let exported: Option<ExportedEnvironment> = serde_json::from_value(bench["rebuild"].clone())
+            .map_err(|e| {
+                TaskError::reject(format!("the instance's Dockerfiles (`rebuild`) do not read: {e}"))
+            })?;
         let exported = exported.ok_or_else(|| {
             TaskError::reject(format!(
                 "the instance's image `{image}` is not here and the export has no Dockerfiles to make it"
@@ -86,9 +117,11 @@ impl Score {
             (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone(), tree.clone());
         tokio::task::spawn_blocking(move || mirrors.checkout(&mirrors.open(&repo, &[&head])?, &head, &dest))
             .await
-            .map_err(|e| format!("the git worker failed: {e}"))?
-            .map_err(|e| e.to_string())?;
-        rebuild::ensure(docker, &exported, &tree).await?;
+            .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))??;
+        rebuild::ensure(docker, &exported, &tree).await.map_err(|e| match e.is_data_error() {
+            true => TaskError::reject(e.to_string()),
+            false => TaskError::infra(e),
+        })?;
         Ok(())
     }
 }
@@ -107,7 +140,8 @@ impl AsyncStage for Score {
             .ok_or_else(|| TaskError::reject("the instance names no image (`environment.image`)"))?
             .to_string();
         let revision: Revision = contract::upstream(&input)?;
-        let work = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
+        let work =
+            tempfile::tempdir().map_err(|e| TaskError::infra(format!("no temporary directory: {e}")))?;
         let copy = work.path().join("repo");
         history_free_copy(self.mirrors.clone(), &pr.repo, &pr.head_commit, &copy).await?;
         // A revision that does not apply is a result (it passes nothing), not an error; its tests
@@ -116,7 +150,7 @@ impl AsyncStage for Score {
         let applied =
             tokio::task::spawn_blocking(move || apply_patch(&dir, &diff).map_err(|e| e.to_string()))
                 .await
-                .map_err(|e| format!("the git worker failed: {e}"))?;
+                .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))?;
         let mut results = Vec::new();
         let mut passed = 0;
         if let Err(why) = &applied {
@@ -131,9 +165,7 @@ impl AsyncStage for Score {
             let home = self.docker.home().await?;
             self.ensure_image(&home, &pr, bench, &image, work.path()).await?;
             for t in &tests {
-                let run = run_test(&*self.docker, &image, &copy, (&t.file, &t.code), self.timeout)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let run = self.run_bench_test(&image, &copy, t).await?;
                 let ok = run.verdict == Verdict::Passed;
                 passed += usize::from(ok);
                 results.push(json!({

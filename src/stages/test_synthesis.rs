@@ -18,14 +18,13 @@ use serde_json::{Value, json};
 use serde_yaml::Mapping;
 
 use super::contract::{self, Contract};
-use super::partial;
 use super::{AsyncStage, StageContext, StageDef, TaskError, TaskInput, adapt, comment_records};
 use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
 use crate::exec::hosts::Hosts;
-use crate::exec::testrun::{TestRun, Verdict, run_test_seeded, run_test_traced};
+use crate::exec::testrun::TestRun;
 use crate::llm::client::Llm;
 use crate::llm::prompt::Template;
 use crate::llm::{LlmSpec, Message};
@@ -33,10 +32,11 @@ use crate::record::{PullRequest, ReviewComment};
 use crate::repo::Mirrors;
 use crate::synthesis::answer::test_code;
 use crate::synthesis::facts::{self, MAX_SIGNATURES};
+use crate::synthesis::judge::{Judge, JudgeError, Judged, Trees, verdict_name};
 use crate::synthesis::observed;
-use crate::synthesis::oracle::{Miss, for_feedback, judge, reasons};
-use crate::synthesis::relevance;
-use crate::synthesis::source::{code_only, network_use, test_kind};
+use crate::synthesis::oracle::{Miss, for_feedback, reasons};
+use crate::synthesis::project;
+use crate::synthesis::source::test_kind;
 
 const PLACEHOLDERS: [&str; 13] = [
     "pr_title",
@@ -67,7 +67,9 @@ const RESAMPLE_TEMPERATURE: f32 = 0.7;
 const CANDIDATE_SEEDS: i64 = 1000;
 /// Lines of each side's output sent back to the model, and kept per attempt in the store.
 const FEEDBACK_LINES: usize = 15;
-const STORED_OUTPUT_LINES: usize = 120;
+/// Who wrote a test that is not the model's.
+const OBSERVED_CALL: &str = "observed call";
+const PROJECT_TEST: &str = "project test";
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -87,6 +89,13 @@ struct Config {
     /// observed call of the comment or the project's tests (needs an `observed_behaviour` stage).
     #[serde(default)]
     from_observed: bool,
+    /// First, before the model: the project's own tests that fail on the reviewed code and pass
+    /// on the fixed code (needs a `project_tests` stage), at most `project_candidates` of them,
+    /// judged like any other candidate; the first accepted is the comment's test.
+    #[serde(default)]
+    from_project_tests: bool,
+    #[serde(default = "default_project_candidates")]
+    project_candidates: usize,
     /// Runs of each side a candidate must give the same result in, the first included.
     #[serde(default = "default_repeats")]
     repeats: u32,
@@ -107,6 +116,9 @@ fn default_attempts() -> u32 {
 fn default_candidates() -> u32 {
     1
 }
+fn default_project_candidates() -> usize {
+    4
+}
 fn default_repeats() -> u32 {
     3
 }
@@ -126,6 +138,8 @@ struct Synthesis {
     max_attempts: u32,
     candidates: u32,
     from_observed: bool,
+    from_project_tests: bool,
+    project_candidates: usize,
     repeats: u32,
     timeout: Duration,
     file_lines: usize,
@@ -156,6 +170,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         max_attempts: config.max_attempts,
         candidates: config.candidates,
         from_observed: config.from_observed,
+        from_project_tests: config.from_project_tests,
+        project_candidates: config.project_candidates,
         repeats: config.repeats,
         timeout: Duration::from_secs(config.timeout_secs),
         file_lines: config.file_lines,
@@ -178,7 +194,10 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         // The model's settings that change answers are in the fingerprint.
         unhashed: &["llm"],
         provides: Some(contract::Test::NAME),
-        requires: vec![contract::CommentContext::NAME, contract::Environment::NAME],
+        requires: [contract::CommentContext::NAME, contract::Environment::NAME]
+            .into_iter()
+            .chain(config.from_project_tests.then_some(contract::ProjectTests::NAME))
+            .collect(),
         ..StageDef::new(stage, 10, Scope::Comment, Resource::Llm)
     })
 }
@@ -203,21 +222,6 @@ fn clip(text: &str, start: usize, end: usize, max: usize) -> String {
     out
 }
 
-/// What one run of one side looked like, for the store.
-fn run_record(run: &TestRun) -> Value {
-    json!({
-        "verdict": run.verdict,
-        "exit_code": run.exit_code,
-        "seconds": (run.seconds * 1000.0).round() / 1000.0,
-        "wrote": run.wrote,
-        "output": for_feedback(&run.output, STORED_OUTPUT_LINES),
-    })
-}
-
-fn verdict_name(run: &TestRun) -> String {
-    serde_json::to_value(run.verdict).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
-}
-
 /// What the task needs from upstream, read from the outputs of whichever stages provide it.
 struct Inputs {
     pr: PullRequest,
@@ -231,6 +235,24 @@ struct Inputs {
     /// Calls whose results differ between the two commits, when an `observed_behaviour` stage is
     /// upstream.
     observed: Option<contract::Observed>,
+    /// The project's tests the fix changes, when a `project_tests` stage is upstream.
+    project_tests: Option<contract::ProjectTests>,
+}
+
+/// The trees a comment's candidates run against, and what was read of the fix with them.
+struct Checkouts {
+    _dir: tempfile::TempDir,
+    reviewed: PathBuf,
+    fixed: PathBuf,
+    fix_diff: String,
+    test_imports: Vec<String>,
+}
+
+/// Judging needs the sandbox; when it fails, the task is retried.
+impl From<JudgeError> for TaskError {
+    fn from(e: JudgeError) -> TaskError {
+        TaskError::infra(e)
+    }
 }
 
 fn inputs(input: &TaskInput) -> Result<Inputs, TaskError> {
@@ -239,6 +261,7 @@ fn inputs(input: &TaskInput) -> Result<Inputs, TaskError> {
     let environment: contract::Environment = contract::upstream(input)?;
     let attribution = contract::upstream_if_any(input)?;
     let observed = contract::upstream_if_any(input)?;
+    let project_tests = contract::upstream_if_any(input)?;
     Ok(Inputs {
         pr,
         comment,
@@ -247,31 +270,8 @@ fn inputs(input: &TaskInput) -> Result<Inputs, TaskError> {
         packages: environment.imports,
         attribution,
         observed,
+        project_tests,
     })
-}
-
-/// One candidate answer, judged.
-struct Judged {
-    /// What is stored of it: its code (or the answer, when it held none), runs and evidence.
-    record: Value,
-    /// Accepted, with its verdict on the reviewed code; or the miss.
-    outcome: Result<Verdict, Miss>,
-    /// Its runs on the reviewed and the fixed code, when it ran.
-    runs: Option<(TestRun, TestRun)>,
-}
-
-impl Judged {
-    /// Writes its result into its record: `accepted`, or the miss's reason and the problem the
-    /// model was (or would have been) told.
-    fn settle(&mut self) {
-        self.record["result"] = match &self.outcome {
-            Ok(_) => json!("accepted"),
-            Err(miss) => {
-                self.record["problem"] = json!(miss.problem);
-                json!(miss.reason)
-            }
-        };
-    }
 }
 
 /// The stage's output for an accepted test: the test, its kind and evidence, and the attempts'
@@ -302,41 +302,48 @@ fn accepted_output(
     out
 }
 
+/// The stage's output for an accepted project test: its module and node, and the fixed commit's
+/// test side it needs (text files; one that is not text is left out and named).
+fn project_output(
+    node: &str,
+    accepted: &Judged,
+    tests: &contract::ProjectTests,
+    fixed: &Path,
+    history: Vec<Value>,
+) -> Value {
+    let module = node.split("::").next().unwrap_or(node);
+    let mut files = BTreeMap::new();
+    let mut left_out = Vec::new();
+    for path in &tests.test_paths {
+        match std::fs::read_to_string(fixed.join(path)) {
+            Ok(text) => {
+                files.insert(path.clone(), text);
+            }
+            Err(_) if !fixed.join(path).exists() => {}
+            Err(_) => left_out.push(path.clone()),
+        }
+    }
+    let code = files.get(module).cloned().unwrap_or_default();
+    json!({
+        "test_file": module,
+        "test": code,
+        "project": contract::ProjectTest { node: node.to_string(), files },
+        "project_files_left_out": left_out,
+        "kind": crate::synthesis::source::TestKind::Behavioural,
+        "kind_because": "one of the project's own tests: it runs the project's code",
+        "reviewed_verdict": accepted.outcome.as_ref().ok(),
+        "attempts": 0,
+        "relevance": accepted.record.get("relevance").cloned(),
+        "written_by": PROJECT_TEST,
+        "history": history,
+    })
+}
+
 /// A test file name from the comment's id.
 fn test_file_name(id: &str) -> String {
     let clean: String =
         id.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
     format!("test_{}.py", clean.trim_matches('_'))
-}
-
-/// The two checkouts a candidate runs against.
-#[derive(Clone, Copy)]
-struct Trees<'a> {
-    reviewed: &'a Path,
-    fixed: &'a Path,
-}
-
-/// A miss read from the test's text before it runs: it imports the project's tests, or uses the
-/// network.
-fn static_miss(code: &str, packages: &[String]) -> Option<Miss> {
-    let of_tests = facts::test_package_imports(code);
-    if !of_tests.is_empty() {
-        return Some(Miss {
-            reason: reasons::TEST_PACKAGE,
-            problem: format!(
-                "the test imports {}, the project's own tests, which are not part of the code under test. Import only the project's modules and the standard library, and write any helper you need in the test file.",
-                of_tests.join(", ")
-            ),
-        });
-    }
-    let network = network_use(&code_only(code), packages);
-    (!network.is_empty()).then(|| Miss {
-        reason: reasons::NETWORK,
-        problem: format!(
-            "the test imports {}, but tests run with the network off. Test the code without a network.",
-            network.join(", ")
-        ),
-    })
 }
 
 /// Lines for the prompt: at most `max`, the rest counted; a note when there are none.
@@ -415,41 +422,101 @@ impl Synthesis {
         rendered.pop().unwrap_or_else(|| Message::user(miss.problem.clone()))
     }
 
-    /// Runs the test on both sides at once, under Python hash seed `seed`.
-    async fn both(
-        &self,
-        docker: &Hosts,
-        image: &str,
-        trees: Trees<'_>,
-        test: (&str, &str),
-        seed: u32,
-    ) -> Result<(TestRun, TestRun), TaskError> {
-        let t = self.timeout;
-        let (reviewed, after) = tokio::join!(
-            run_test_seeded(docker, image, trees.reviewed, test, t, seed),
-            run_test_seeded(docker, image, trees.fixed, test, t, seed)
-        );
-        Ok((reviewed?, after?))
-    }
-
     async fn synthesize(&self, input: &TaskInput) -> Result<Value, TaskError> {
         let i = inputs(input)?;
         let Some(fixed_commit) = i.pr.fixed_commit.clone() else {
             return Err(TaskError::reject("the PR has no fixed commit"));
         };
-        let work =
+        let work = self.checkouts(&i, fixed_commit).await?;
+        // Docker only once the data is known to be whole: a missing commit needs no daemon to say so.
+        let judge = Judge {
+            docker: &self.docker,
+            image: &i.image,
+            trees: Trees { reviewed: &work.reviewed, fixed: &work.fixed },
+            packages: &i.packages,
+            attribution: i.attribution.as_ref().map(contract::Attribution::attributed),
+            repeats: self.repeats,
+            timeout: self.timeout,
+        };
+        let file = test_file_name(&input.item.id);
+        let mut history = Vec::new();
+        if let Some(accepted) = self.project_candidates_judged(&judge, &i, &work, &mut history).await? {
+            return Ok(accepted);
+        }
+        let last = match self.model_candidates(&judge, &i, &work, &file, input, &mut history).await? {
+            Ok(accepted) => return Ok(accepted),
+            Err(last) => last,
+        };
+        // Last, when the model wrote no test: the one the probe wrote for an observed call.
+        let written = i.observed.as_ref().and_then(|o| observed::written_check(&o.differences));
+        if let (true, Some(code)) = (self.from_observed, written) {
+            let mut j = judge.file(&file, code.to_string()).await?;
+            j.record["written_by"] = json!(OBSERVED_CALL);
+            j.settle();
+            history.push(j.record.clone());
+            if j.outcome.is_ok() {
+                let by = Some(OBSERVED_CALL);
+                return Ok(accepted_output(&file, &j, &i.packages, self.max_attempts, by, history));
+            }
+        }
+        Err(TaskError::Reject {
+            reason: last.to_string(),
+            detail: json!({"attempts": history.len(), "history": history}),
+        })
+    }
+
+    /// The project's tests that fail on the reviewed code and pass on the fixed code, those that
+    /// name the comment first, each judged on the reviewed tree with the fix's test side in it:
+    /// the first accepted, as the stage's output.
+    async fn project_candidates_judged(
+        &self,
+        judge: &Judge<'_>,
+        i: &Inputs,
+        work: &Checkouts,
+        history: &mut Vec<Value>,
+    ) -> Result<Option<Value>, TaskError> {
+        let Some(tests) =
+            i.project_tests.as_ref().filter(|t| self.from_project_tests && !t.fail_to_pass.is_empty())
+        else {
+            return Ok(None);
+        };
+        let stem =
+            i.context.path.rsplit('/').next().unwrap_or_default().trim_end_matches(".py").to_lowercase();
+        let mut hints = project::hint_words(&format!(
+            "{} {}",
+            i.comment.text,
+            i.comment.diff_hunk.as_deref().unwrap_or("")
+        ));
+        hints.push(stem);
+        let nodes = project::ranked(&tests.fail_to_pass, &hints);
+        let with_tests =
+            project::with_fixed_tests(&work.reviewed, &work.fixed, &tests.test_paths).await.map_err(|e| {
+                TaskError::infra(format!("cannot put the fixed tests into the reviewed tree: {e}"))
+            })?;
+        for node in nodes.iter().take(self.project_candidates) {
+            let mut j = judge.project_test(node, with_tests.path()).await?;
+            j.record["written_by"] = json!(PROJECT_TEST);
+            j.settle();
+            history.push(j.record.clone());
+            if j.outcome.is_ok() {
+                return Ok(Some(project_output(node, &j, tests, &work.fixed, history.clone())));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The reviewed and the fixed tree in a temporary directory, what the fix changed in the
+    /// commented file, and how the project's tests import the module.
+    async fn checkouts(&self, i: &Inputs, fixed_commit: String) -> Result<Checkouts, TaskError> {
+        let dir =
             tempfile::tempdir().map_err(|e| TaskError::infra(format!("no temporary directory: {e}")))?;
-        let fixed = work.path().join("fixed");
-        let reviewed_tree = work.path().join("reviewed");
-        let trees = Trees { reviewed: &reviewed_tree, fixed: &fixed };
+        let (fixed, reviewed) = (dir.path().join("fixed"), dir.path().join("reviewed"));
         let (mirrors, repo, dest, reviewed_dest) =
-            (self.mirrors.clone(), i.pr.repo.clone(), fixed.clone(), reviewed_tree.clone());
+            (self.mirrors.clone(), i.pr.repo.clone(), fixed.clone(), reviewed.clone());
         let head = i.pr.head_commit.clone();
         let paths: Vec<String> =
             std::iter::once(i.context.path.clone()).chain(i.context.fixed_path.clone()).collect();
         let module = facts::module_of(&i.context.path, &i.packages);
-        // The two trees to run against, what the fix changed in the commented file, and how the
-        // project's tests import the module.
         let (fix_diff, test_imports) = tokio::task::spawn_blocking(move || {
             let mirror = mirrors.checkout_pair(&repo, (&head, &fixed_commit), &reviewed_dest, &dest)?;
             let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
@@ -459,12 +526,21 @@ impl Synthesis {
         .await
         // A commit the mirror lacks is the data's fault (a rejection): retrying will not bring it.
         .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))??;
+        Ok(Checkouts { _dir: dir, reviewed, fixed, fix_diff, test_imports })
+    }
 
-        // Docker only once the data is known to be whole: a missing commit needs no daemon to say so.
-        let docker = &*self.docker;
-        let file = test_file_name(&input.item.id);
-        let mut messages = self.first_messages(&i, &fix_diff, &test_imports);
-        let mut history = Vec::new();
+    /// The model's tests, up to `max_attempts` answers with feedback between them: the accepted
+    /// output, or the last miss's reason.
+    async fn model_candidates(
+        &self,
+        judge: &Judge<'_>,
+        i: &Inputs,
+        work: &Checkouts,
+        file: &str,
+        input: &TaskInput,
+        history: &mut Vec<Value>,
+    ) -> Result<Result<Value, &'static str>, TaskError> {
+        let mut messages = self.first_messages(i, &work.fix_diff, &work.test_imports);
         let mut last = reasons::UNPARSEABLE;
         let mut answers: Vec<String> = Vec::new();
         for attempt in 1..=self.max_attempts {
@@ -472,34 +548,16 @@ impl Synthesis {
             answers.push(answer.text.clone());
             let asked = messages.clone();
             messages.push(Message::assistant(answer.text.clone()));
-            let first = self.judge_answer(docker, &i, trees, &file, &answer).await?;
-            let mut judged = vec![first];
-            // More candidates for the same conversation, sampled, while none is accepted.
-            for k in 2..=self.candidates {
-                if judged.iter().any(|j| j.outcome.is_ok()) {
-                    break;
-                }
-                let extra = self.candidate(&asked, attempt, k, input).await?;
-                let mut j = if answers.contains(&extra.text) {
-                    let miss = Miss {
-                        reason: reasons::REPEAT,
-                        problem: "the same answer as an earlier one.".into(),
-                    };
-                    Judged { record: json!({"answer": extra.text}), outcome: Err(miss), runs: None }
-                } else {
-                    self.judge_answer(docker, &i, trees, &file, &extra).await?
-                };
-                answers.push(extra.text);
-                j.record["candidate"] = json!(k);
-                judged.push(j);
-            }
+            let first = judge_answer(judge, file, &answer).await?;
+            let mut judged =
+                self.more_candidates(judge, file, first, (&asked, attempt), &mut answers, input).await?;
             for j in &mut judged {
                 j.record["attempt"] = json!(attempt);
                 j.settle();
                 history.push(j.record.clone());
             }
             if let Some(accepted) = judged.iter().find(|j| j.outcome.is_ok()) {
-                return Ok(accepted_output(&file, accepted, &i.packages, attempt, None, history));
+                return Ok(Ok(accepted_output(file, accepted, &i.packages, attempt, None, history.clone())));
             }
             // The conversation goes on from the first candidate, the one asked at the stage's own
             // temperature and seed.
@@ -512,75 +570,38 @@ impl Synthesis {
             }
             messages.push(self.feedback_message(miss, first.runs.as_ref().map(|(r, f)| (r, f))));
         }
-        // Last, when the model wrote no test: the one the probe wrote for an observed call.
-        let written = i.observed.as_ref().and_then(|o| observed::written_check(&o.differences));
-        if let (true, Some(code)) = (self.from_observed, written) {
-            let mut j = self.judge_code(docker, &i, trees, &file, code.to_string()).await?;
-            j.record["written_by"] = json!("observed call");
-            j.settle();
-            history.push(j.record.clone());
-            if j.outcome.is_ok() {
-                let by = Some("observed call");
-                return Ok(accepted_output(&file, &j, &i.packages, self.max_attempts, by, history));
-            }
-        }
-        Err(TaskError::Reject {
-            reason: last.to_string(),
-            detail: json!({"attempts": history.len(), "history": history}),
-        })
+        Ok(Err(last))
     }
 
-    /// Judges one answer: its test read, run on both sides (and repeated, and held to the relevance
-    /// gate, while it holds). The record is the attempt's, without its attempt number and result.
-    async fn judge_answer(
+    /// The first candidate of an attempt and, while none is accepted, the others: the same
+    /// conversation (`asked`), sampled; one that repeats an earlier answer is not judged again.
+    async fn more_candidates(
         &self,
-        docker: &Hosts,
-        i: &Inputs,
-        trees: Trees<'_>,
+        judge: &Judge<'_>,
         file: &str,
-        answer: &crate::llm::Answer,
-    ) -> Result<Judged, TaskError> {
-        let code = match test_code(&answer.text, answer.truncated) {
-            Ok(code) => code,
-            Err(why) => {
-                let miss = Miss { reason: reasons::UNPARSEABLE, problem: format!("{why}.") };
-                return Ok(Judged { record: json!({"answer": answer.text}), outcome: Err(miss), runs: None });
+        first: Judged,
+        (asked, attempt): (&[Message], u32),
+        answers: &mut Vec<String>,
+        input: &TaskInput,
+    ) -> Result<Vec<Judged>, TaskError> {
+        let mut judged = vec![first];
+        for k in 2..=self.candidates {
+            if judged.iter().any(|j| j.outcome.is_ok()) {
+                break;
             }
-        };
-        self.judge_code(docker, i, trees, file, code).await
-    }
-
-    /// Judges one test file: read, run on both sides, repeated and held to the relevance gate while
-    /// it holds.
-    async fn judge_code(
-        &self,
-        docker: &Hosts,
-        i: &Inputs,
-        trees: Trees<'_>,
-        file: &str,
-        code: String,
-    ) -> Result<Judged, TaskError> {
-        if let Some(miss) = static_miss(&code, &i.packages) {
-            return Ok(Judged { record: json!({"code": code}), outcome: Err(miss), runs: None });
+            let extra = self.candidate(asked, attempt, k, input).await?;
+            let mut j = if answers.contains(&extra.text) {
+                let miss =
+                    Miss { reason: reasons::REPEAT, problem: "the same answer as an earlier one.".into() };
+                Judged::unrun(json!({"answer": extra.text}), miss)
+            } else {
+                judge_answer(judge, file, &extra).await?
+            };
+            answers.push(extra.text);
+            j.record["candidate"] = json!(k);
+            judged.push(j);
         }
-        let (reviewed, after) = self.both(docker, &i.image, trees, (file, &code), 0).await?;
-        let mut record = json!({
-            "code": code,
-            "reviewed": run_record(&reviewed),
-            "fixed": run_record(&after),
-        });
-        let judged = match judge(&reviewed, &after, &i.packages) {
-            Ok(()) => self.repeat(docker, &i.image, trees, (file, &code), &reviewed, &mut record).await?,
-            Err(miss) => Err(miss),
-        };
-        let judged = match (judged, &i.attribution) {
-            (Ok(()), Some(attribution)) => {
-                self.relevance(docker, i, attribution, trees, (file, &code), &mut record).await?
-            }
-            (judged, _) => judged,
-        };
-        let verdict = reviewed.verdict;
-        Ok(Judged { record, outcome: judged.map(|()| verdict), runs: Some((reviewed, after)) })
+        Ok(judged)
     }
 
     /// Candidate `k` (from 2) of attempt `attempt`: the same conversation, sampled at
@@ -627,127 +648,21 @@ impl Synthesis {
         input.meter.add(answer.usage.into());
         Ok(answer)
     }
+}
 
-    /// The relevance gate: a behavioural test must execute a line of the changes that answer the
-    /// comment (traced on the fixed commit); a structural one must name a definition they belong
-    /// to. The evidence goes into the attempt's record.
-    async fn relevance(
-        &self,
-        docker: &Hosts,
-        i: &Inputs,
-        attribution: &contract::Attribution,
-        trees: Trees<'_>,
-        test: (&str, &str),
-        record: &mut Value,
-    ) -> Result<Result<(), Miss>, TaskError> {
-        let changes = partial::changes(attribution);
-        // Each attributed file read once; the gate's parts look it up.
-        let texts = partial::fixed_texts(&changes, trees.fixed);
-        let fixed_file = |path: &str| texts.get(path).cloned();
-        let targets = relevance::targets(&changes, fixed_file);
-        if targets.is_empty() {
-            record["relevance"] = json!({"how": attribution.how, "checked": "no Python lines to reach"});
-            return Ok(Ok(()));
+/// Judges one answer of the model: its test read, then judged. The record is the attempt's,
+/// without its attempt number and result.
+async fn judge_answer(
+    judge: &Judge<'_>,
+    file: &str,
+    answer: &crate::llm::Answer,
+) -> Result<Judged, TaskError> {
+    match test_code(&answer.text, answer.truncated) {
+        Ok(code) => Ok(judge.file(file, code).await?),
+        Err(why) => {
+            let miss = Miss { reason: reasons::UNPARSEABLE, problem: format!("{why}.") };
+            Ok(Judged::unrun(json!({"answer": answer.text}), miss))
         }
-        let kind = test_kind(test.1, &i.packages);
-        let problem = |why: &str| Miss {
-            reason: reasons::IRRELEVANT,
-            problem: format!(
-                "{why} These are the lines of the change that answer the reviewer's comment:\n{}\nWrite a test of what these lines do.",
-                relevance::shown(&targets, fixed_file, 12)
-            ),
-        };
-        if kind.kind == crate::synthesis::source::TestKind::Structural {
-            let names = relevance::definitions(&targets, fixed_file);
-            let read = names.iter().find(|n| test.1.contains(n.as_str())).cloned();
-            record["relevance"] =
-                json!({"how": attribution.how, "targets": targets, "definitions": names, "named": read});
-            return Ok(match read {
-                Some(_) => Ok(()),
-                None => Err(problem(&format!(
-                    "The test passes on the changed code, but it does not read {}, where the change that answers the comment is.",
-                    names.join(" or ")
-                ))),
-            });
-        }
-        let files: Vec<String> = targets.keys().cloned().collect();
-        let (run, traced) =
-            run_test_traced(docker, &i.image, trees.fixed, test, self.timeout, &files).await?;
-        let covered = relevance::covered(&targets, &traced);
-        record["relevance"] = json!({
-            "how": attribution.how,
-            "targets": targets,
-            "covered": covered,
-            "traced_verdict": run.verdict,
-        });
-        if covered.is_empty() {
-            return Ok(Err(problem(
-                "The test passes on the changed code, but it never runs the change that answers the comment.",
-            )));
-        }
-        let Some(partial) = self.partial_revert(docker, i, &changes, &texts, trees, test).await? else {
-            record["relevance"]["partial_revert"] = json!("not revertable alone");
-            return Ok(Ok(()));
-        };
-        record["relevance"]["partial_revert"] = json!(partial);
-        Ok(match partial {
-            Verdict::Passed => Err(problem(
-                "The test passes on the changed code, but it also passes when only the change that answers the comment is undone: it tests another part of the fix.",
-            )),
-            // A failure of the test's own: it depends on these lines. Anything else (the partial
-            // code does not import, or runs away) says nothing either way.
-            _ => Ok(()),
-        })
-    }
-
-    /// The test's verdict on the fixed tree with only the attributed changes undone, or `None` when
-    /// they cannot be undone alone. `fixed` holds the attributed files' fixed text, as the gate
-    /// read them.
-    async fn partial_revert(
-        &self,
-        docker: &Hosts,
-        i: &Inputs,
-        changes: &[relevance::Change<'_>],
-        fixed: &BTreeMap<&str, String>,
-        trees: Trees<'_>,
-        test: (&str, &str),
-    ) -> Result<Option<Verdict>, TaskError> {
-        let Some(work) = partial::tree(trees.reviewed, trees.fixed, changes, fixed).await? else {
-            return Ok(None);
-        };
-        let run = run_test_seeded(docker, &i.image, work.path(), test, self.timeout, 0).await?;
-        Ok(Some(run.verdict))
-    }
-
-    /// Runs both sides `repeats - 1` more times, each under another hash seed; every run must give
-    /// the first run's verdicts.
-    async fn repeat(
-        &self,
-        docker: &Hosts,
-        image: &str,
-        trees: Trees<'_>,
-        test: (&str, &str),
-        first: &TestRun,
-        record: &mut Value,
-    ) -> Result<Result<(), Miss>, TaskError> {
-        let mut seen = Vec::new();
-        for seed in 1..self.repeats {
-            let (reviewed, after) = self.both(docker, image, trees, test, seed).await?;
-            seen.push(json!([reviewed.verdict, after.verdict]));
-            if reviewed.verdict != first.verdict || after.verdict != Verdict::Passed {
-                record["repeats"] = Value::Array(seen);
-                return Ok(Err(Miss {
-                    reason: reasons::FLAKY,
-                    problem: format!(
-                        "the test is not deterministic: on a repeated run it ended as {} on BEFORE and {} on AFTER. Remove randomness, timing and order dependence.",
-                        verdict_name(&reviewed),
-                        verdict_name(&after)
-                    ),
-                }));
-            }
-        }
-        record["repeats"] = Value::Array(seen);
-        Ok(Ok(()))
     }
 }
 
@@ -788,6 +703,8 @@ mod tests {
             max_attempts: 1,
             candidates: 1,
             from_observed: false,
+            from_project_tests: false,
+            project_candidates: 1,
             repeats: 1,
             timeout: Duration::from_secs(5),
             file_lines: 20,

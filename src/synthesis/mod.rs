@@ -7,7 +7,10 @@
 
 pub mod answer;
 pub mod facts;
+pub mod judge;
 pub mod observed;
 pub mod oracle;
+pub mod partial;
+pub mod project;
 pub mod relevance;
 pub mod source;

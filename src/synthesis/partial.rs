@@ -6,8 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use super::TaskError;
-use crate::synthesis::relevance::{self, Change};
+use super::relevance::{self, Change};
 
 /// The attributed files' fixed text, read from `fixed` (a path outside the repository, or a file
 /// that is not text, is left out).
@@ -26,7 +25,7 @@ pub async fn tree(
     fixed: &Path,
     changes: &[Change<'_>],
     texts: &BTreeMap<&str, String>,
-) -> Result<Option<tempfile::TempDir>, TaskError> {
+) -> std::io::Result<Option<tempfile::TempDir>> {
     let mut patched = Vec::new();
     let paths: BTreeSet<&str> = changes.iter().map(|c| c.path).collect();
     for path in paths {
@@ -36,29 +35,20 @@ pub async fn tree(
         let Some(undone) = relevance::reverted(path, changes, text, &before) else { return Ok(None) };
         patched.push((path, undone));
     }
-    let work = tempfile::tempdir().map_err(|e| TaskError::infra(format!("no temporary directory: {e}")))?;
-    let copied = tokio::process::Command::new("cp")
-        .arg("-a")
-        .arg(fixed.join("."))
-        .arg(work.path())
-        .status()
-        .await
-        .map_err(|e| TaskError::infra(format!("cannot copy the fixed tree: {e}")))?;
-    if !copied.success() {
-        return Err(TaskError::infra(format!("cannot copy the fixed tree {}", fixed.display())));
-    }
+    let work = copy_tree(fixed).await?;
     for (path, text) in patched {
-        std::fs::write(work.path().join(path), text)
-            .map_err(|e| TaskError::infra(format!("cannot write the partial revert of {path}: {e}")))?;
+        std::fs::write(work.path().join(path), text)?;
     }
     Ok(Some(work))
 }
 
-/// The attributed changes as the relevance helpers take them.
-pub fn changes(attribution: &super::contract::Attribution) -> Vec<Change<'_>> {
-    attribution
-        .changes
-        .iter()
-        .map(|c| Change { path: &c.path, added: &c.added, removed: &c.removed, new_start: c.new_start })
-        .collect()
+/// A copy of the tree `from` in a temporary directory, removed with it.
+pub async fn copy_tree(from: &Path) -> std::io::Result<tempfile::TempDir> {
+    let work = tempfile::tempdir()?;
+    let copied =
+        tokio::process::Command::new("cp").arg("-a").arg(from.join(".")).arg(work.path()).status().await?;
+    if !copied.success() {
+        return Err(std::io::Error::other(format!("cp -a {} failed: {copied}", from.display())));
+    }
+    Ok(work)
 }

@@ -137,18 +137,6 @@ impl TaskError {
     }
 }
 
-impl From<String> for TaskError {
-    fn from(message: String) -> TaskError {
-        TaskError::Infra(message.into())
-    }
-}
-
-impl From<&str> for TaskError {
-    fn from(message: &str) -> TaskError {
-        TaskError::Infra(message.into())
-    }
-}
-
 impl From<Result<Value, TaskError>> for Outcome {
     fn from(result: Result<Value, TaskError>) -> Outcome {
         match result {

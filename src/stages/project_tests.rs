@@ -1,0 +1,162 @@
+//! `project_tests`: per PR, the project's own test modules that the fix changes (between the
+//! reviewed and the fixed commit) and those named after a module it changes, run in the PR's image on the reviewed code with the fixed
+//! commit's test side put in, and on the fixed code, the way SWE-bench computes its lists:
+//! `fail_to_pass`, the nodes that fail on the first and pass on the second (candidates for the
+//! comments' tests, judged by `test_synthesis` with `from_project_tests`), and `pass_to_pass`, those
+//! that pass on both (what a revision must not break: `agent_validation`'s regression check).
+//!
+//! It never rejects a PR: a fix that changes no test is a fact too, and the lists are then empty.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_yaml::Mapping;
+
+use super::contract::{self, Contract, ProjectTests};
+use super::{AsyncStage, StageContext, StageDef, TaskError, TaskInput, adapt, pr_record};
+use crate::engine::item::Scope;
+use crate::engine::resources::Resource;
+use crate::engine::spec::parse_config;
+use crate::environment::related::related_tests;
+use crate::errors::ConfigError;
+use crate::exec::hosts::Hosts;
+use crate::exec::testrun::{TestRun, project_outcomes};
+use crate::repo::{Mirrors, working_files};
+use crate::synthesis::judge::run_record;
+use crate::synthesis::project::{self, changed_paths, is_test_module, is_test_side};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    /// Seconds one run of the changed test modules may take, per side.
+    #[serde(default = "default_timeout")]
+    timeout_secs: u64,
+    /// Test modules run at most (the first, in path order).
+    #[serde(default = "default_max_modules")]
+    max_modules: usize,
+}
+
+fn default_timeout() -> u64 {
+    300
+}
+fn default_max_modules() -> usize {
+    8
+}
+
+struct Stage {
+    mirrors: Arc<Mirrors>,
+    docker: Arc<Hosts>,
+    timeout: Duration,
+    max_modules: usize,
+}
+
+pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
+    let config: Config = parse_config(config)?;
+    if config.max_modules == 0 {
+        return Err(ConfigError::new("max_modules", "must be at least 1"));
+    }
+    let stage = adapt(Stage {
+        mirrors: ctx.mirrors.clone(),
+        docker: ctx.docker.clone(),
+        timeout: Duration::from_secs(config.timeout_secs),
+        max_modules: config.max_modules,
+    });
+    Ok(StageDef {
+        side_effects: true,
+        provides: Some(ProjectTests::NAME),
+        requires: vec![contract::Environment::NAME],
+        ..StageDef::new(stage, 1, Scope::Pr, Resource::Docker)
+    })
+}
+
+/// What is stored: the lists, and what ran to find them.
+#[derive(Serialize)]
+struct Record {
+    #[serde(flatten)]
+    tests: ProjectTests,
+    /// The test modules run on both sides.
+    modules: Vec<String>,
+    /// Each side's run, when modules ran.
+    reviewed: Option<Value>,
+    fixed: Option<Value>,
+}
+
+impl Stage {
+    async fn find(&self, input: &TaskInput) -> Result<Value, TaskError> {
+        let pr = pr_record(input)?;
+        let environment: contract::Environment = contract::upstream(input)?;
+        let Some(fixed_commit) = pr.fixed_commit.clone() else {
+            return Err(TaskError::reject("the PR has no fixed commit"));
+        };
+        let dir =
+            tempfile::tempdir().map_err(|e| TaskError::infra(format!("no temporary directory: {e}")))?;
+        let (reviewed, fixed) = (dir.path().join("reviewed"), dir.path().join("fixed"));
+        let (mirrors, repo, head) = (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone());
+        let (r, f) = (reviewed.clone(), fixed.clone());
+        let patch = tokio::task::spawn_blocking(move || {
+            let mirror = mirrors.checkout_pair(&repo, (&head, &fixed_commit), &r, &f)?;
+            Ok::<_, TaskError>(mirror.diff(&head, &fixed_commit)?)
+        })
+        .await
+        .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))??;
+        let test_paths: Vec<String> = changed_paths(&patch).into_iter().filter(|p| is_test_side(p)).collect();
+        // The modules the fix changes, then those named after a module it changes.
+        let listing = working_files(&fixed)
+            .map_err(|e| TaskError::infra(format!("cannot list the fixed tree: {e}")))?;
+        let named = related_tests(&patch, &listing);
+        let changed = test_paths.iter().filter(|p| is_test_module(p) && fixed.join(p).is_file());
+        let mut modules: Vec<String> = Vec::new();
+        for path in changed.chain(named.iter()) {
+            if !modules.contains(path) && modules.len() < self.max_modules {
+                modules.push(path.clone());
+            }
+        }
+        let mut record = Record {
+            tests: ProjectTests { test_paths, fail_to_pass: Vec::new(), pass_to_pass: Vec::new() },
+            modules,
+            reviewed: None,
+            fixed: None,
+        };
+        if !record.modules.is_empty() {
+            let (on_reviewed, on_fixed) =
+                self.run_both(&environment.image, &reviewed, &fixed, &record).await?;
+            record.tests.fail_to_pass = project::fail_to_pass(&on_reviewed.1, &on_fixed.1);
+            record.tests.pass_to_pass = project::pass_to_pass(&on_reviewed.1, &on_fixed.1);
+            record.reviewed = Some(run_record(&on_reviewed.0));
+            record.fixed = Some(run_record(&on_fixed.0));
+        }
+        serde_json::to_value(&record)
+            .map_err(|e| TaskError::infra(format!("cannot store the project's tests: {e}")))
+    }
+
+    /// The modules run on the reviewed tree with the fix's test side in it, and on the fixed tree.
+    async fn run_both(
+        &self,
+        image: &str,
+        reviewed: &Path,
+        fixed: &Path,
+        record: &Record,
+    ) -> Result<(Outcomes, Outcomes), TaskError> {
+        let with_tests =
+            project::with_fixed_tests(reviewed, fixed, &record.tests.test_paths).await.map_err(|e| {
+                TaskError::infra(format!("cannot put the fixed tests into the reviewed tree: {e}"))
+            })?;
+        let docker = &*self.docker;
+        let (on_reviewed, on_fixed) = tokio::join!(
+            project_outcomes(docker, image, with_tests.path(), &record.modules, self.timeout),
+            project_outcomes(docker, image, fixed, &record.modules, self.timeout)
+        );
+        Ok((on_reviewed?, on_fixed?))
+    }
+}
+
+type Outcomes = (TestRun, std::collections::BTreeMap<String, crate::exec::testrun::NodeOutcome>);
+
+impl AsyncStage for Stage {
+    async fn run(&self, input: TaskInput) -> Result<Value, TaskError> {
+        self.find(&input).await
+    }
+}

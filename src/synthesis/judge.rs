@@ -1,0 +1,316 @@
+//! Judging one candidate test of a comment, whoever wrote it (the model, the behaviour probe, the
+//! project itself): it runs on the reviewed and on the fixed tree at once and goes to the
+//! fail-then-pass [`oracle`](super::oracle); while it holds, both sides run again under other hash
+//! seeds (a test that depends on set or dict order is `flaky`), and with the comment's attributed
+//! changes known, the relevance gate: a behavioural test must execute one of their lines on the
+//! fixed tree and must not pass with only them undone ([`partial`](super::partial)); a structural
+//! one must name a definition they belong to. Every run and piece of evidence goes into the
+//! candidate's record, which the stage stores in its history.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::facts;
+use super::oracle::{Miss, for_feedback, judge, reasons};
+use super::partial;
+use super::relevance::{self, Change};
+use super::source::{TestKind, code_only, network_use, test_kind};
+use crate::exec::docker::ExecError;
+use crate::exec::hosts::Hosts;
+use crate::exec::testrun::{Target, TestRun, Verdict, run_target, run_target_traced};
+
+/// Lines of each side's output kept per candidate in the store.
+const STORED_OUTPUT_LINES: usize = 120;
+
+/// Why a candidate could not be judged: the world's fault (Docker, the disk), never the test's.
+#[derive(Debug, thiserror::Error)]
+pub enum JudgeError {
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+    #[error("cannot make the tree with the comment's change undone")]
+    PartialTree(#[source] std::io::Error),
+}
+
+/// The two checkouts a candidate runs against.
+#[derive(Clone, Copy)]
+pub struct Trees<'a> {
+    pub reviewed: &'a Path,
+    pub fixed: &'a Path,
+}
+
+/// The changes of the fix that answer the comment, as the attribution stage chose them.
+pub struct Attributed<'a> {
+    /// How they were chosen (`position`, `model`, ...), kept in the evidence.
+    pub how: &'a str,
+    pub changes: Vec<Change<'a>>,
+}
+
+/// Everything one comment's candidates are judged against.
+pub struct Judge<'a> {
+    pub docker: &'a Hosts,
+    pub image: &'a str,
+    pub trees: Trees<'a>,
+    /// Top-level packages of the project's own code.
+    pub packages: &'a [String],
+    /// With it, the relevance gate; without it, fail-then-pass is enough.
+    pub attribution: Option<Attributed<'a>>,
+    /// Runs of each side a candidate must give the same verdicts in, the first included.
+    pub repeats: u32,
+    pub timeout: Duration,
+}
+
+/// One candidate, judged.
+pub struct Judged {
+    /// What is stored of it: its code or node (or the answer, when it held none), runs and evidence.
+    pub record: Value,
+    /// Accepted, with its verdict on the reviewed code; or the miss.
+    pub outcome: Result<Verdict, Miss>,
+    /// Its runs on the reviewed and the fixed code, when it ran.
+    pub runs: Option<(TestRun, TestRun)>,
+}
+
+impl Judged {
+    /// A candidate that missed before it ran.
+    pub fn unrun(record: Value, miss: Miss) -> Judged {
+        Judged { record, outcome: Err(miss), runs: None }
+    }
+
+    /// Writes its result into its record: `accepted`, or the miss's reason and the problem the
+    /// model was (or would have been) told.
+    pub fn settle(&mut self) {
+        self.record["result"] = match &self.outcome {
+            Ok(_) => json!("accepted"),
+            Err(miss) => {
+                self.record["problem"] = json!(miss.problem);
+                json!(miss.reason)
+            }
+        };
+    }
+}
+
+/// What one run of one side looked like, for the store.
+pub fn run_record(run: &TestRun) -> Value {
+    json!({
+        "verdict": run.verdict,
+        "exit_code": run.exit_code,
+        "seconds": (run.seconds * 1000.0).round() / 1000.0,
+        "wrote": run.wrote,
+        "output": for_feedback(&run.output, STORED_OUTPUT_LINES),
+    })
+}
+
+/// A verdict's name as the store and the model see it.
+pub fn verdict_name(run: &TestRun) -> String {
+    serde_json::to_value(run.verdict).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+/// A miss read from a written test's text before it runs: it imports the project's tests, or uses
+/// the network.
+pub fn static_miss(code: &str, packages: &[String]) -> Option<Miss> {
+    let of_tests = facts::test_package_imports(code);
+    if !of_tests.is_empty() {
+        return Some(Miss {
+            reason: reasons::TEST_PACKAGE,
+            problem: format!(
+                "the test imports {}, the project's own tests, which are not part of the code under test. Import only the project's modules and the standard library, and write any helper you need in the test file.",
+                of_tests.join(", ")
+            ),
+        });
+    }
+    let network = network_use(&code_only(code), packages);
+    (!network.is_empty()).then(|| Miss {
+        reason: reasons::NETWORK,
+        problem: format!(
+            "the test imports {}, but tests run with the network off. Test the code without a network.",
+            network.join(", ")
+        ),
+    })
+}
+
+impl Judge<'_> {
+    /// Judges a test file of curate's: read, run on both sides, repeated and held to the relevance
+    /// gate while it holds.
+    pub async fn file(&self, name: &str, code: String) -> Result<Judged, JudgeError> {
+        if let Some(miss) = static_miss(&code, self.packages) {
+            return Ok(Judged::unrun(json!({"code": code}), miss));
+        }
+        let target = Target::File { name, code: &code };
+        let structural = test_kind(&code, self.packages).kind == TestKind::Structural;
+        let reads = structural.then_some(code.as_str());
+        let mut record = json!({"code": code});
+        let (outcome, runs) = self.run_judged(target, self.trees, reads, &mut record).await?;
+        Ok(Judged { record, outcome, runs: Some(runs) })
+    }
+
+    /// Judges one of the project's own tests, by its node id. `reviewed` is the reviewed tree with
+    /// the fixed commit's test files in it (the test must exist on both sides); the fixed side is
+    /// the fixed tree.
+    pub async fn project_test(&self, node: &str, reviewed: &Path) -> Result<Judged, JudgeError> {
+        let nodes = [node.to_string()];
+        let target = Target::Project { nodes: &nodes };
+        let trees = Trees { reviewed, fixed: self.trees.fixed };
+        let mut record = json!({"node": node});
+        let (outcome, runs) = self.run_judged(target, trees, None, &mut record).await?;
+        Ok(Judged { record, outcome, runs: Some(runs) })
+    }
+
+    /// Runs `target` on both sides and judges it: the oracle, the repeats, the relevance gate
+    /// (behavioural, or structural when `reads` is the test's text). The runs and evidence go into
+    /// `record`.
+    async fn run_judged(
+        &self,
+        target: Target<'_>,
+        trees: Trees<'_>,
+        reads: Option<&str>,
+        record: &mut Value,
+    ) -> Result<(Result<Verdict, Miss>, (TestRun, TestRun)), JudgeError> {
+        let (reviewed, after) = self.both(target, trees, 0).await?;
+        record["reviewed"] = run_record(&reviewed);
+        record["fixed"] = run_record(&after);
+        let judged = match judge(&reviewed, &after, self.packages) {
+            Ok(()) => self.repeat(target, trees, &reviewed, record).await?,
+            Err(miss) => Err(miss),
+        };
+        let judged = match (judged, &self.attribution) {
+            (Ok(()), Some(attributed)) => self.relevance(attributed, target, trees, reads, record).await?,
+            (judged, _) => judged,
+        };
+        let verdict = reviewed.verdict;
+        Ok((judged.map(|()| verdict), (reviewed, after)))
+    }
+
+    /// Runs the target on both sides at once, under Python hash seed `seed`.
+    async fn both(
+        &self,
+        target: Target<'_>,
+        trees: Trees<'_>,
+        seed: u32,
+    ) -> Result<(TestRun, TestRun), JudgeError> {
+        let (docker, image, t) = (self.docker, self.image, self.timeout);
+        let (reviewed, after) = tokio::join!(
+            run_target(docker, image, trees.reviewed, target, t, seed),
+            run_target(docker, image, trees.fixed, target, t, seed)
+        );
+        Ok((reviewed?, after?))
+    }
+
+    /// Runs both sides `repeats - 1` more times, each under another hash seed; every run must give
+    /// the first run's verdicts.
+    async fn repeat(
+        &self,
+        target: Target<'_>,
+        trees: Trees<'_>,
+        first: &TestRun,
+        record: &mut Value,
+    ) -> Result<Result<(), Miss>, JudgeError> {
+        let mut seen = Vec::new();
+        for seed in 1..self.repeats {
+            let (reviewed, after) = self.both(target, trees, seed).await?;
+            seen.push(json!([reviewed.verdict, after.verdict]));
+            if reviewed.verdict != first.verdict || after.verdict != Verdict::Passed {
+                record["repeats"] = Value::Array(seen);
+                return Ok(Err(Miss {
+                    reason: reasons::FLAKY,
+                    problem: format!(
+                        "the test is not deterministic: on a repeated run it ended as {} on BEFORE and {} on AFTER. Remove randomness, timing and order dependence.",
+                        verdict_name(&reviewed),
+                        verdict_name(&after)
+                    ),
+                }));
+            }
+        }
+        record["repeats"] = Value::Array(seen);
+        Ok(Ok(()))
+    }
+
+    /// The relevance gate: a behavioural test must execute a line of the changes that answer the
+    /// comment (traced on the fixed commit) and must not pass with only them undone; a structural
+    /// one (`reads`: its text) must name a definition they belong to.
+    async fn relevance(
+        &self,
+        attributed: &Attributed<'_>,
+        target: Target<'_>,
+        trees: Trees<'_>,
+        reads: Option<&str>,
+        record: &mut Value,
+    ) -> Result<Result<(), Miss>, JudgeError> {
+        let changes = &attributed.changes;
+        // Each attributed file read once; the gate's parts look it up.
+        let texts = partial::fixed_texts(changes, trees.fixed);
+        let fixed_file = |path: &str| texts.get(path).cloned();
+        let targets = relevance::targets(changes, fixed_file);
+        if targets.is_empty() {
+            record["relevance"] = json!({"how": attributed.how, "checked": "no Python lines to reach"});
+            return Ok(Ok(()));
+        }
+        let problem = |why: &str| Miss {
+            reason: reasons::IRRELEVANT,
+            problem: format!(
+                "{why} These are the lines of the change that answer the reviewer's comment:\n{}\nWrite a test of what these lines do.",
+                relevance::shown(&targets, fixed_file, 12)
+            ),
+        };
+        if let Some(text) = reads {
+            let names = relevance::definitions(&targets, fixed_file);
+            let read = names.iter().find(|n| text.contains(n.as_str())).cloned();
+            record["relevance"] =
+                json!({"how": attributed.how, "targets": targets, "definitions": names, "named": read});
+            return Ok(match read {
+                Some(_) => Ok(()),
+                None => Err(problem(&format!(
+                    "The test passes on the changed code, but it does not read {}, where the change that answers the comment is.",
+                    names.join(" or ")
+                ))),
+            });
+        }
+        let files: Vec<String> = targets.keys().cloned().collect();
+        let (run, traced) =
+            run_target_traced(self.docker, self.image, trees.fixed, target, self.timeout, &files).await?;
+        let covered = relevance::covered(&targets, &traced);
+        record["relevance"] = json!({
+            "how": attributed.how,
+            "targets": targets,
+            "covered": covered,
+            "traced_verdict": run.verdict,
+        });
+        if covered.is_empty() {
+            return Ok(Err(problem(
+                "The test passes on the changed code, but it never runs the change that answers the comment.",
+            )));
+        }
+        let Some(partial) = self.partial_revert(changes, &texts, target, trees).await? else {
+            record["relevance"]["partial_revert"] = json!("not revertable alone");
+            return Ok(Ok(()));
+        };
+        record["relevance"]["partial_revert"] = json!(partial);
+        Ok(match partial {
+            Verdict::Passed => Err(problem(
+                "The test passes on the changed code, but it also passes when only the change that answers the comment is undone: it tests another part of the fix.",
+            )),
+            // A failure of the test's own: it depends on these lines. Anything else (the partial
+            // code does not import, or runs away) says nothing either way.
+            _ => Ok(()),
+        })
+    }
+
+    /// The test's verdict on the fixed tree with only the attributed changes undone, or `None` when
+    /// they cannot be undone alone. `fixed` holds the attributed files' fixed text, as the gate
+    /// read them.
+    async fn partial_revert(
+        &self,
+        changes: &[Change<'_>],
+        fixed: &BTreeMap<&str, String>,
+        target: Target<'_>,
+        trees: Trees<'_>,
+    ) -> Result<Option<Verdict>, JudgeError> {
+        let work = partial::tree(trees.reviewed, trees.fixed, changes, fixed)
+            .await
+            .map_err(JudgeError::PartialTree)?;
+        let Some(work) = work else { return Ok(None) };
+        let run = run_target(self.docker, self.image, work.path(), target, self.timeout, 0).await?;
+        Ok(Some(run.verdict))
+    }
+}

@@ -1,0 +1,210 @@
+//! The project's own tests as candidates, the way SWE-bench finds its FAIL_TO_PASS tests: most
+//! merged PRs change the project's tests along with the code, and those tests already build the
+//! objects, fixtures and inputs a model would have to guess. The test side of the fix (test modules,
+//! conftest files, data under test directories) is put into the reviewed tree; a test node that
+//! fails there and passes on the fixed tree is a candidate for a comment, judged like any other.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::exec::testrun::NodeOutcome;
+
+/// Whether `path` (repository-relative) belongs to the tests: under a `test`, `tests` or
+/// `testing` directory, a `conftest.py`, or a module named `test_*.py` or `*_test.py`.
+pub fn is_test_side(path: &str) -> bool {
+    let mut parts: Vec<&str> = path.split('/').collect();
+    let name = parts.pop().unwrap_or_default();
+    parts.iter().any(|d| matches!(*d, "test" | "tests" | "testing"))
+        || name == "conftest.py"
+        || is_test_module(path)
+}
+
+/// Whether `path` is a test module pytest collects by default.
+pub fn is_test_module(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py"))
+}
+
+/// The files a unified diff adds or changes (their new paths), in order, once each.
+pub fn changed_paths(patch: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for path in patch.lines().filter_map(|l| l.strip_prefix("+++ b/")).map(str::trim) {
+        if !out.iter().any(|p| p == path) {
+            out.push(path.to_string());
+        }
+    }
+    out
+}
+
+/// The reviewed tree `reviewed` with the test side of the fix (`paths`, read from `fixed`) in it, in
+/// a temporary directory removed with the value. A path the fixed tree lacks is left as it was.
+pub async fn with_fixed_tests(
+    reviewed: &Path,
+    fixed: &Path,
+    paths: &[String],
+) -> std::io::Result<tempfile::TempDir> {
+    let work = super::partial::copy_tree(reviewed).await?;
+    for path in paths {
+        crate::record::check_repo_path(path).map_err(std::io::Error::other)?;
+        let from = fixed.join(path);
+        if !from.is_file() {
+            continue;
+        }
+        let to = work.path().join(path);
+        if let Some(dir) = to.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::copy(&from, &to)?;
+    }
+    Ok(work)
+}
+
+/// The nodes that fail on the reviewed side (their call failed, or their setup; or their module
+/// did not even import there) and pass on the fixed side: candidates, not yet judged.
+pub fn fail_to_pass(
+    reviewed: &BTreeMap<String, NodeOutcome>,
+    fixed: &BTreeMap<String, NodeOutcome>,
+) -> Vec<String> {
+    let failing = |o: &NodeOutcome| matches!(o, NodeOutcome::Failed | NodeOutcome::Error);
+    fixed
+        .iter()
+        .filter(|(_, o)| **o == NodeOutcome::Passed)
+        .filter(|(node, _)| match reviewed.get(*node) {
+            Some(o) => failing(o),
+            // Not run on the reviewed side: a candidate when its module failed to collect there.
+            None => {
+                reviewed.iter().any(|(n, o)| *o == NodeOutcome::Error && node.starts_with(&format!("{n}::")))
+            }
+        })
+        .map(|(node, _)| node.clone())
+        .collect()
+}
+
+/// The nodes that pass on both sides: what a revision must not break.
+pub fn pass_to_pass(
+    reviewed: &BTreeMap<String, NodeOutcome>,
+    fixed: &BTreeMap<String, NodeOutcome>,
+) -> Vec<String> {
+    fixed
+        .iter()
+        .filter(|(node, o)| **o == NodeOutcome::Passed && reviewed.get(*node) == Some(&NodeOutcome::Passed))
+        .map(|(node, _)| node.clone())
+        .collect()
+}
+
+/// `nodes` in the order to try them: one node of each test function first (the parameters of one
+/// function mostly reach the same lines, so a second is worth less than another function), and
+/// within that, the nodes that name words of `hints` (the commented file's stem, identifiers of the
+/// comment and of its code) first: a cheap guess at which test is about the comment before the
+/// relevance gate decides.
+pub fn ranked(nodes: &[String], hints: &[String]) -> Vec<String> {
+    let score = |node: &String| {
+        let lower = node.to_lowercase();
+        hints.iter().filter(|h| lower.contains(h.as_str())).count()
+    };
+    let function = |node: &str| node.split('[').next().unwrap_or(node).to_string();
+    let mut by_score = nodes.to_vec();
+    by_score.sort_by_key(|n| std::cmp::Reverse(score(n)));
+    let mut seen = std::collections::BTreeSet::new();
+    let (mut first, mut rest) = (Vec::new(), Vec::new());
+    for node in by_score {
+        if seen.insert(function(&node)) { first.push(node) } else { rest.push(node) }
+    }
+    first.extend(rest);
+    first
+}
+
+/// Lowercase identifiers of four letters or more in `text`, for [`ranked`].
+pub fn hint_words(text: &str) -> Vec<String> {
+    let mut words: Vec<String> = text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .map(|w| w.trim_matches('_').to_lowercase())
+        .filter(|w| w.len() >= 4 && !w.chars().all(|c| c.is_ascii_digit()))
+        .filter(|w| {
+            !matches!(w.as_str(), "self" | "test" | "tests" | "this" | "that" | "with" | "should" | "return")
+        })
+        .collect();
+    words.sort();
+    words.dedup();
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcomes(pairs: &[(&str, NodeOutcome)]) -> BTreeMap<String, NodeOutcome> {
+        pairs.iter().map(|(n, o)| (n.to_string(), *o)).collect()
+    }
+
+    #[test]
+    fn test_side_paths_are_told_from_code() {
+        for p in [
+            "tests/test_a.py",
+            "tests/data/case.toml",
+            "src/pkg/conftest.py",
+            "pkg/foo_test.py",
+            "testing/x.py",
+        ] {
+            assert!(is_test_side(p), "{p}");
+        }
+        for p in ["src/pkg/testing_utils.py", "pkg/core.py", "docs/tests.rst", "contest.py"] {
+            assert!(!is_test_side(p), "{p}");
+        }
+        assert!(is_test_module("tests/test_a.py") && !is_test_module("tests/data/case.toml"));
+    }
+
+    #[test]
+    fn changed_paths_are_read_from_a_patch_once_each() {
+        let patch = "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n\
+                     diff --git a/t/test_a.py b/t/test_a.py\nnew file mode 100644\n--- /dev/null\n+++ b/t/test_a.py\n@@ -0,0 +1 @@\n+z\n";
+        assert_eq!(changed_paths(patch), ["a.py", "t/test_a.py"]);
+    }
+
+    #[test]
+    fn fail_to_pass_takes_failures_and_uncollected_modules_and_pass_to_pass_the_rest() {
+        use NodeOutcome::*;
+        let reviewed = outcomes(&[
+            ("t/test_a.py::test_old", Passed),
+            ("t/test_a.py::test_bug", Failed),
+            ("t/test_a.py::test_setup", Error),
+            ("t/test_a.py::test_skip", Skipped),
+            ("t/test_new.py", Error),
+        ]);
+        let fixed = outcomes(&[
+            ("t/test_a.py::test_old", Passed),
+            ("t/test_a.py::test_bug", Passed),
+            ("t/test_a.py::test_setup", Passed),
+            ("t/test_a.py::test_skip", Passed),
+            ("t/test_a.py::test_added", Passed),
+            ("t/test_new.py::test_one", Passed),
+            ("t/test_new.py::test_two", Failed),
+        ]);
+        assert_eq!(
+            fail_to_pass(&reviewed, &fixed),
+            ["t/test_a.py::test_bug", "t/test_a.py::test_setup", "t/test_new.py::test_one"]
+        );
+        assert_eq!(pass_to_pass(&reviewed, &fixed), ["t/test_a.py::test_old"]);
+    }
+
+    #[test]
+    fn nodes_naming_the_comment_come_first_one_per_function() {
+        let nodes: Vec<String> = [
+            "t/test_a.py::test_other",
+            "t/test_a.py::test_parse_empty[a]",
+            "t/test_a.py::test_parse_empty[b]",
+        ]
+        .map(String::from)
+        .to_vec();
+        let hints = hint_words("`parse` should reject an empty string");
+        assert!(hints.contains(&"parse".to_string()) && !hints.contains(&"should".to_string()));
+        assert_eq!(
+            ranked(&nodes, &hints),
+            [
+                "t/test_a.py::test_parse_empty[a]",
+                "t/test_a.py::test_other",
+                "t/test_a.py::test_parse_empty[b]"
+            ]
+        );
+    }
+}
