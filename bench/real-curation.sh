@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The whole curation (filter, attribution, environment, the project's tests, tests, validation) of
+# the real-world development set, pipelines/real-curation.yaml, live with the local model: the
+# funnel, and per comment what the set expects (`expect`: test or none) against what it got (where
+# it stopped, the last miss, who wrote the accepted test, the validation with its regression check).
+#
+# Needs the set's git mirrors (scripts/real-dataset lists the missing ones; fetch them with the
+# search tool's fetch, or clone them where GitHub answers) and the local model
+# (scripts/model-server; built once per machine). Model answers are recorded under the git-ignored
+# cache/real, so a second run replays them; environments are reused from Docker's images.
+#
+# Usage, from the repository root:  bash bench/real-curation.sh [STATE_DIR]
+#   (default target/bench-real-curation; an existing state is resumed, not started again)
+#   BENCH_SKIP_FILTER=1 runs every comment past the filter (a copy of the pipeline without it), to
+#   measure the stages after it on every comment the set expects a test of.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export CURATE_REAL_MIRRORS=${CURATE_REAL_MIRRORS:-/work/.mirror/\{owner\}+\{name\}/repo}
+export CURATE_REPOS_URL=$CURATE_REAL_MIRRORS
+state=${1:-target/bench-real-curation}
+
+if ! python3 scripts/real-dataset; then
+    echo "(continuing with the PRs whose mirrors are here)" >&2
+fi
+cargo build --release --quiet
+target/release/curate images bootstrap >/dev/null
+scripts/model-server start >/dev/null
+
+pipeline=pipelines/real-curation.yaml
+if [ "${BENCH_SKIP_FILTER:-0}" = 1 ]; then
+    # The same pipeline with the filter cut out: the context stage reads the source directly.
+    pipeline=pipelines/.real-curation-nofilter.yaml
+    python3 - <<'PY'
+import re
+text = open("pipelines/real-curation.yaml").read()
+text = text.replace("name: real-curation", "name: real-curation-nofilter")
+text = re.sub(r"  - id: filter\n(?:    .*\n)+", "", text)
+text = text.replace("    needs: filter\n", "")
+open("pipelines/.real-curation-nofilter.yaml", "w").write(text)
+PY
+fi
+
+start=$(date +%s)
+target/release/curate run "$pipeline" --state "$state" --progress plain || true
+end=$(date +%s)
+echo
+echo "## run: $((end - start)) s"
+echo
+target/release/curate report "$pipeline" --state "$state" | sed -n '/^| Stage/,/^$/p'
+
+python3 - "$state/state.db" <<'PY'
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+expect = {}
+for line in open("datasets/real/prs.jsonl"):
+    if line.strip():
+        r = json.loads(line)
+        owner, name = r["repo"].split("/")
+        for n, c in enumerate(r["comments"], 1):
+            expect[f"{owner}__{name}-{r['pr']}#{n}"] = c.get("expect", "test")
+rows = {}
+for stage, item, state, out, msg in db.execute("SELECT stage, item, state, output, message FROM tasks"):
+    rows[(stage, item)] = (state, json.loads(out) if out else {}, msg or "")
+
+def cell(stage, item):
+    state, out, msg = rows.get((stage, item), ("-", {}, ""))
+    return state if state != "rejected" else f"rejected: {msg[:60]}"
+
+print("| comment | expect | filter | attribution | environment | project F2P | tests | written by | validation | regression |")
+print("|---|---|---|---|---|---:|---|---|---|---|")
+got = {"test": [0, 0, 0, 0], "none": [0, 0, 0, 0]}
+for item in sorted(expect):
+    pr = item.split("#")[0]
+    f2p = rows.get(("project", pr), ("-", {}, ""))[1].get("fail_to_pass")
+    tstate, tout, tmsg = rows.get(("tests", item), ("-", {}, ""))
+    vstate, vout, vmsg = rows.get(("validate", item), ("-", {}, ""))
+    hist = (vout.get("history") or []) if vstate == "kept" else []
+    reg = vout.get("regression") if vstate == "kept" else None
+    if vstate == "rejected":
+        # The reason says whether the hidden test passed and the check failed it.
+        reg = "broke tests" if "broke" in vmsg else None
+    by = tout.get("written_by", "model") if tstate == "kept" else ""
+    e = expect[item]
+    g = got[e]
+    g[0] += 1
+    g[1] += tstate == "kept"
+    g[2] += tstate == "kept" and bool(tout.get("relevance"))
+    g[3] += vstate == "kept"
+    regs = f"{len(reg['broken'])} of {reg['checked']} broken" if isinstance(reg, dict) else (reg or "")
+    print(f"| {item} | {e} | {cell('filter', item)} | {cell('attribution', item)} | {cell('environment', pr)} "
+          f"| {'-' if f2p is None else len(f2p)} | {cell('tests', item)} | {by} | {cell('validate', item)} | {regs} |")
+print()
+for e, (n, tests, gated, valid) in got.items():
+    print(f"expect {e}: {n} comments, {tests} with an accepted test ({gated} through the relevance gate), {valid} validated")
+PY
