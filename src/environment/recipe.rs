@@ -199,9 +199,9 @@ pub fn repaired_recipe(
          RUN python3 -m venv /opt/venv && pip install --no-cache-dir --quiet --upgrade uv setuptools\n"
     );
     let mut requirements = p.requirements.clone();
-    if p.runner == Some(Runner::Pytest)
-        && !requirements.iter().any(|r| super::detect::requirement_name(r) == "pytest")
-    {
+    // Every test curate runs (the model's, the probe's, the project's own) runs under pytest, which
+    // runs unittest-style suites too: a project that tests with unittest gets it as well.
+    if !requirements.iter().any(|r| super::detect::requirement_name(r) == "pytest") {
         requirements.push("pytest".into());
     }
     requirements.extend(fixes.requirements.iter().cloned());
@@ -453,7 +453,10 @@ mod tests {
             because: String::new(),
         });
         let r = repaired_recipe(&p, "o/r", "i", "abcdef", "2020-01-01T00:00:00Z", None, &fixes, &[]).unwrap();
-        assert_eq!(r.requirements_txt, "numpy>=1.14.3\ntables\nsix==1.0\ncython\n");
+        assert_eq!(
+            r.requirements_txt, "numpy>=1.14.3\ntables\nsix==1.0\ncython\npytest\n",
+            "pytest comes with every environment"
+        );
         assert!(r.deps_dockerfile.contains("--exclude-newer-package tables=2100-01-01T00:00:00Z"));
     }
 
@@ -517,6 +520,13 @@ mod tests {
         let e = recipe(&built, "o/durations", "o__durations-3", "aaaaaaaaaaaaaaaa", pin).unwrap();
         assert_eq!(e.instance_layer.as_deref(), Some("compiled extensions"));
         assert!(e.instance_dockerfile.contains("-e \".[test]\""));
+        let unittest = Project { runner: Some(Runner::Unittest), requirements: vec![], ..p.clone() };
+        let u = recipe(&unittest, "o/durations", "o__durations-3", "aaaaaaaaaaaaaaaa", pin).unwrap();
+        assert!(
+            u.requirements_txt.contains("pytest\n"),
+            "curate's tests run under pytest: {}",
+            u.requirements_txt
+        );
         let src = Project { import_root: "src".into(), ..p.clone() };
         let s = recipe(&src, "o/durations", "o__durations-3", "aaaaaaaaaaaaaaaa", pin).unwrap();
         assert!(

@@ -1,8 +1,12 @@
 """A pytest plugin curate adds to a run of the project's own tests to learn each test's outcome
 without reading pytest's report, whose form changes between versions: at the end of the session,
-one marked line per test node, `passed`, `failed`, `error` (its setup, teardown or collection
-failed) or `skipped` (skipped, xfailed or xpassed: no verdict), the failures first."""
+one marked line with each test node's outcome, `passed`, `failed`, `error` (its setup, teardown or
+collection failed) or `skipped` (skipped, xfailed or xpassed: no verdict), as JSON compressed with
+zlib in base64, so that the ids of thousands of tests fit in the end of the output that is kept."""
+import base64
+import json
 import sys
+import zlib
 
 _RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
 _SEEN = {}
@@ -29,6 +33,6 @@ def pytest_collectreport(report):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    ordered = sorted(_SEEN.items(), key=lambda kv: (-_RANK[kv[1]], kv[0]))
-    sys.stdout.write("\n" + "".join(f"curate-outcome: {o} {n}\n" for n, o in ordered))
+    packed = zlib.compress(json.dumps(_SEEN, sort_keys=True).encode(), 9)
+    sys.stdout.write("\ncurate-outcomes: " + base64.b64encode(packed).decode() + "\n")
     sys.stdout.flush()

@@ -232,8 +232,8 @@ enum Plugin<'a> {
 
 /// The module name of the outcome plugin in the test directory, and its source.
 const OUTCOME_PLUGIN: (&str, &str) = ("curate_outcomes", include_str!("outcome_plugin.py"));
-/// Prefixes each line the outcome plugin prints.
-const OUTCOME: &str = "curate-outcome: ";
+/// Prefixes the line the outcome plugin prints.
+const OUTCOMES: &str = "curate-outcomes: ";
 
 /// One pytest run of `target` in a fresh container: under hash seed `seed`, with `plugin`. What
 /// the run said, the lines traced (when tracing) and each node's outcome (when asked).
@@ -249,7 +249,7 @@ async fn run_pytest(
     let options = match plugin {
         Plugin::None => String::new(),
         Plugin::Trace(_) => format!(" -p {}", TRACE_PLUGIN.0),
-        Plugin::Outcomes => format!(" --tb=short -p {}", OUTCOME_PLUGIN.0),
+        Plugin::Outcomes => format!(" --tb=line -p {}", OUTCOME_PLUGIN.0),
     };
     let mut spec = env_spec(image, test_command(&target.pytest_args(), &options));
     spec.timeout = timeout;
@@ -299,32 +299,29 @@ pub enum NodeOutcome {
     Skipped,
 }
 
-/// Splits the outcome plugin's lines from what pytest printed: each node's outcome.
+/// Splits the outcome plugin's line from what pytest printed: each node's outcome (nothing when
+/// the plugin printed nothing, or something that does not read).
 fn split_outcomes(output: &str) -> (String, BTreeMap<String, NodeOutcome>) {
+    use base64::Engine;
+    use std::io::Read;
     let mut outcomes = BTreeMap::new();
     let mut rest = String::with_capacity(output.len());
     for line in output.split_inclusive('\n') {
-        let Some(entry) = line.strip_prefix(OUTCOME) else {
+        let Some(packed) = line.strip_prefix(OUTCOMES) else {
             rest.push_str(line);
             continue;
         };
-        let (word, node) = entry.trim_end().split_once(' ').unwrap_or((entry.trim_end(), ""));
-        let outcome = match word {
-            "passed" => NodeOutcome::Passed,
-            "failed" => NodeOutcome::Failed,
-            "error" => NodeOutcome::Error,
-            _ => NodeOutcome::Skipped,
-        };
-        if !node.is_empty() {
-            outcomes.insert(node.to_string(), outcome);
+        let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(packed.trim()) else { continue };
+        let mut json = String::new();
+        if flate2::read::ZlibDecoder::new(bytes.as_slice()).read_to_string(&mut json).is_ok() {
+            outcomes = serde_json::from_str(&json).unwrap_or_default();
         }
     }
     (rest, outcomes)
 }
 
 /// Runs the project's test files `files` (repository-relative) in `tree`: the run, and every test
-/// node's outcome. Output past the sandbox's limit is cut in the middle, so a run of thousands of
-/// tests may name only some of them; the failures are printed first.
+/// node's outcome.
 pub async fn project_outcomes(
     docker: &impl Executor,
     image: &str,
@@ -473,6 +470,23 @@ mod tests {
             Verdict::TooManyProcesses
         );
         assert!(Verdict::Assertion.is_test_failure() && !Verdict::SyntaxError.is_test_failure());
+    }
+
+    #[test]
+    fn the_outcome_plugins_line_is_read_and_split_from_the_output() {
+        use base64::Engine;
+        use std::io::Write;
+        let json = r#"{"t/test_a.py::test_x[1]": "failed", "t/test_a.py::test_y": "passed", "t/test_b.py": "error"}"#;
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(json.as_bytes()).unwrap();
+        let packed = base64::engine::general_purpose::STANDARD.encode(z.finish().unwrap());
+        let (out, outcomes) = split_outcomes(&format!("F.\n{OUTCOMES}{packed}\n1 failed\n"));
+        assert_eq!(out, "F.\n1 failed\n");
+        assert_eq!(outcomes["t/test_a.py::test_x[1]"], NodeOutcome::Failed);
+        assert_eq!(outcomes["t/test_a.py::test_y"], NodeOutcome::Passed);
+        assert_eq!(outcomes["t/test_b.py"], NodeOutcome::Error);
+        let (_, none) = split_outcomes(&format!("{OUTCOMES}not base64 at all\n"));
+        assert!(none.is_empty());
     }
 
     #[test]
