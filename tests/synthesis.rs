@@ -452,8 +452,9 @@ fn a_second_sampled_candidate_is_judged_when_the_first_misses() {
 /// With a `project_tests` stage and `from_project_tests`, the tests the fix adds to the project are
 /// candidates before the model: durations#3's fix adds a rounding test and a malformed-numbers
 /// table, which fail on the reviewed code (with the fixed test module put in) and pass on the fixed
-/// code. The rounding comment gets the project's rounding test, judged by the same oracle and the
-/// relevance gate; the docstring comment, which no project test reaches, goes on to the model.
+/// code. One traced run of them all keeps those that run the comment's change; the rounding
+/// comment gets the project's rounding test, judged by the same oracle and the relevance gate; the
+/// docstring comment, which no project test reaches, goes on to the model.
 #[test]
 fn the_tests_a_fix_adds_to_the_project_are_candidates_for_its_comments() {
     if !docker_or_skip("the project tests test") {
@@ -514,16 +515,27 @@ fn the_tests_a_fix_adds_to_the_project_are_candidates_for_its_comments() {
     assert!(!c1["relevance"]["covered"]["src/durations/__init__.py"].as_array().unwrap().is_empty(), "{c1}");
     assert_eq!(c1["relevance"]["partial_revert"], "assertion", "it fails with the rounding undone: {c1}");
 
-    // The docstring comment: every project candidate was judged, none reached its lines, and the
-    // model (which wrote nothing) was asked.
+    // One traced run of the five picked out the one that runs the rounding lines before any was
+    // judged.
+    let screen = &c1["history"][0];
+    assert_eq!(screen["result"], "screened", "{c1}");
+    assert_eq!(screen["fail_to_pass"], 5, "{c1}");
+    assert_eq!(
+        screen["reaching"],
+        serde_json::json!(["tests/test_parse.py::test_fractions_are_rounded_not_truncated"]),
+        "{c1}"
+    );
+
+    // The docstring comment: no project test runs its lines, so none is judged, and the model
+    // (which wrote nothing) is asked.
     let (state, reason, c3) = &rows[&id(3)];
     assert_eq!((state.as_str(), reason.as_deref()), ("rejected", Some("unparseable")), "{c3}");
     let history = c3["history"].as_array().unwrap();
     let by_project: Vec<&Value> = history.iter().filter(|h| h["written_by"] == "project test").collect();
-    assert!(!by_project.is_empty(), "{c3}");
-    assert!(
-        by_project.iter().all(|h| h["result"] == "does not exercise the change that answers the comment"),
-        "{c3}"
+    assert_eq!(by_project.len(), 1, "{c3}");
+    assert_eq!(
+        (&by_project[0]["result"], &by_project[0]["reaching"]),
+        (&"screened".into(), &serde_json::json!([]))
     );
     assert_eq!(history.last().unwrap()["result"], "unparseable", "{c3}");
 }

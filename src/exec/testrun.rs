@@ -216,8 +216,8 @@ pub async fn run_target_traced(
     timeout: Duration,
     files: &[String],
 ) -> Result<(TestRun, BTreeMap<String, Vec<u64>>), ExecError> {
-    let (run, traced, _) = run_pytest(docker, image, tree, target, timeout, 0, Plugin::Trace(files)).await?;
-    Ok((run, traced))
+    let ran = run_pytest(docker, image, tree, target, timeout, 0, Plugin::Trace(files)).await?;
+    Ok((ran.run, ran.traced))
 }
 
 /// A plugin of curate's a run adds to pytest.
@@ -226,17 +226,29 @@ enum Plugin<'a> {
     None,
     /// The tracing plugin, on these repository-relative files.
     Trace(&'a [String]),
+    /// The tracing plugin, per test node.
+    TracePerTest(&'a [String]),
     /// The plugin that prints every test node's outcome.
     Outcomes,
+}
+
+/// What one pytest run gave: the run, and what its plugin said.
+struct Ran {
+    run: TestRun,
+    traced: BTreeMap<String, Vec<u64>>,
+    per_node: BTreeMap<String, BTreeMap<String, Vec<u64>>>,
+    outcomes: BTreeMap<String, NodeOutcome>,
 }
 
 /// The module name of the outcome plugin in the test directory, and its source.
 const OUTCOME_PLUGIN: (&str, &str) = ("curate_outcomes", include_str!("outcome_plugin.py"));
 /// Prefixes the line the outcome plugin prints.
 const OUTCOMES: &str = "curate-outcomes: ";
+/// Prefixes the line the tracing plugin prints when it traces per test.
+const TRACED_PER_TEST: &str = "curate-trace-per-test: ";
 
 /// One pytest run of `target` in a fresh container: under hash seed `seed`, with `plugin`. What
-/// the run said, the lines traced (when tracing) and each node's outcome (when asked).
+/// the run said, and what its plugin found.
 async fn run_pytest(
     docker: &impl Executor,
     image: &str,
@@ -245,10 +257,10 @@ async fn run_pytest(
     timeout: Duration,
     seed: u32,
     plugin: Plugin<'_>,
-) -> Result<(TestRun, BTreeMap<String, Vec<u64>>, BTreeMap<String, NodeOutcome>), ExecError> {
+) -> Result<Ran, ExecError> {
     let options = match plugin {
         Plugin::None => String::new(),
-        Plugin::Trace(_) => format!(" -p {}", TRACE_PLUGIN.0),
+        Plugin::Trace(_) | Plugin::TracePerTest(_) => format!(" -p {}", TRACE_PLUGIN.0),
         Plugin::Outcomes => format!(" --tb=line -p {}", OUTCOME_PLUGIN.0),
     };
     let mut spec = env_spec(image, test_command(&target.pytest_args(), &options));
@@ -267,24 +279,38 @@ async fn run_pytest(
     };
     match plugin {
         Plugin::None => {}
-        Plugin::Trace(files) => {
+        Plugin::Trace(files) | Plugin::TracePerTest(files) => {
             add_plugin(TRACE_PLUGIN);
             let absolute: Vec<String> = files.iter().map(|f| format!("{REPO}/{f}")).collect();
             spec.env.push(("CURATE_TRACE_FILES".into(), absolute.join(":")));
+            if matches!(plugin, Plugin::TracePerTest(_)) {
+                spec.env.push(("CURATE_TRACE_PER_TEST".into(), "1".into()));
+            }
         }
         Plugin::Outcomes => add_plugin(OUTCOME_PLUGIN),
     }
     let r = docker.run(&spec).await?;
     let (output, wrote) = split_writes(&r.output);
     let (output, traced) = split_trace(&output);
-    let (output, outcomes) = split_outcomes(&output);
+    let (output, per_node): (_, BTreeMap<String, BTreeMap<String, Vec<u64>>>) =
+        split_packed(&output, TRACED_PER_TEST);
+    let (output, outcomes) = split_packed(&output, OUTCOMES);
     let verdict = if r.oom_killed && !r.timed_out {
         Verdict::OutOfMemory
     } else {
         classify(r.exit_code, r.timed_out, &output)
     };
     let run = TestRun { verdict, exit_code: r.exit_code, output, wrote, seconds: r.duration.as_secs_f64() };
-    Ok((run, traced, outcomes))
+    let per_node = per_node.into_iter().map(|(node, files)| (node, relative(files))).collect();
+    Ok(Ran { run, traced, per_node, outcomes })
+}
+
+/// Paths under the repository made relative to it.
+fn relative(files: BTreeMap<String, Vec<u64>>) -> BTreeMap<String, Vec<u64>> {
+    files
+        .into_iter()
+        .map(|(p, l)| (p.strip_prefix(&format!("{REPO}/")).unwrap_or(&p).to_string(), l))
+        .collect()
 }
 
 /// How one test node of the project ended in a run.
@@ -299,25 +325,40 @@ pub enum NodeOutcome {
     Skipped,
 }
 
-/// Splits the outcome plugin's line from what pytest printed: each node's outcome (nothing when
-/// the plugin printed nothing, or something that does not read).
-fn split_outcomes(output: &str) -> (String, BTreeMap<String, NodeOutcome>) {
+/// Splits a plugin's packed line (after `marker`: JSON, zlib-compressed, in base64) from what
+/// pytest printed, and reads it; empty when there is none, or it does not read.
+fn split_packed<T: serde::de::DeserializeOwned + Default>(output: &str, marker: &str) -> (String, T) {
     use base64::Engine;
     use std::io::Read;
-    let mut outcomes = BTreeMap::new();
+    let mut read = T::default();
     let mut rest = String::with_capacity(output.len());
     for line in output.split_inclusive('\n') {
-        let Some(packed) = line.strip_prefix(OUTCOMES) else {
+        let Some(packed) = line.strip_prefix(marker) else {
             rest.push_str(line);
             continue;
         };
         let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(packed.trim()) else { continue };
         let mut json = String::new();
         if flate2::read::ZlibDecoder::new(bytes.as_slice()).read_to_string(&mut json).is_ok() {
-            outcomes = serde_json::from_str(&json).unwrap_or_default();
+            read = serde_json::from_str(&json).unwrap_or_default();
         }
     }
-    (rest, outcomes)
+    (rest, read)
+}
+
+/// Runs the project's tests `nodes` on `tree` with the tracing plugin per test on `files`
+/// (repository-relative): per node, the lines of each file it executed from its setup to its
+/// teardown.
+pub async fn trace_per_node(
+    docker: &impl Executor,
+    image: &str,
+    tree: &Path,
+    nodes: &[String],
+    timeout: Duration,
+    files: &[String],
+) -> Result<BTreeMap<String, BTreeMap<String, Vec<u64>>>, ExecError> {
+    let target = Target::Project { nodes };
+    Ok(run_pytest(docker, image, tree, target, timeout, 0, Plugin::TracePerTest(files)).await?.per_node)
 }
 
 /// Runs the project's test files `files` (repository-relative) in `tree`: the run, and every test
@@ -330,8 +371,8 @@ pub async fn project_outcomes(
     timeout: Duration,
 ) -> Result<(TestRun, BTreeMap<String, NodeOutcome>), ExecError> {
     let target = Target::Project { nodes: files };
-    let (run, _, outcomes) = run_pytest(docker, image, tree, target, timeout, 0, Plugin::Outcomes).await?;
-    Ok((run, outcomes))
+    let ran = run_pytest(docker, image, tree, target, timeout, 0, Plugin::Outcomes).await?;
+    Ok((ran.run, ran.outcomes))
 }
 
 /// Splits the tracing plugin's line from what pytest printed: per repository-relative file, the
@@ -433,7 +474,7 @@ pub async fn run_target(
     timeout: Duration,
     seed: u32,
 ) -> Result<TestRun, ExecError> {
-    run_pytest(docker, image, tree, target, timeout, seed, Plugin::None).await.map(|(run, ..)| run)
+    Ok(run_pytest(docker, image, tree, target, timeout, seed, Plugin::None).await?.run)
 }
 
 #[cfg(test)]
@@ -480,12 +521,14 @@ mod tests {
         let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
         z.write_all(json.as_bytes()).unwrap();
         let packed = base64::engine::general_purpose::STANDARD.encode(z.finish().unwrap());
-        let (out, outcomes) = split_outcomes(&format!("F.\n{OUTCOMES}{packed}\n1 failed\n"));
+        let (out, outcomes): (_, BTreeMap<String, NodeOutcome>) =
+            split_packed(&format!("F.\n{OUTCOMES}{packed}\n1 failed\n"), OUTCOMES);
         assert_eq!(out, "F.\n1 failed\n");
         assert_eq!(outcomes["t/test_a.py::test_x[1]"], NodeOutcome::Failed);
         assert_eq!(outcomes["t/test_a.py::test_y"], NodeOutcome::Passed);
         assert_eq!(outcomes["t/test_b.py"], NodeOutcome::Error);
-        let (_, none) = split_outcomes(&format!("{OUTCOMES}not base64 at all\n"));
+        let (_, none): (_, BTreeMap<String, NodeOutcome>) =
+            split_packed(&format!("{OUTCOMES}not base64 at all\n"), OUTCOMES);
         assert!(none.is_empty());
     }
 

@@ -488,7 +488,21 @@ impl Synthesis {
             i.comment.diff_hunk.as_deref().unwrap_or("")
         ));
         hints.push(stem);
-        let nodes = project::ranked(&tests.fail_to_pass, &hints);
+        let mut nodes = project::ranked(&tests.fail_to_pass, &hints);
+        // Only those that run the comment's change can pass the relevance gate: one traced run of
+        // them all picks those out before any is judged.
+        if let Some(reaching) = judge.reaching(&nodes).await? {
+            history.push(json!({
+                "written_by": PROJECT_TEST,
+                "result": "screened",
+                "fail_to_pass": nodes.len(),
+                "reaching": reaching,
+            }));
+            nodes = reaching;
+        }
+        if nodes.is_empty() {
+            return Ok(None);
+        }
         let with_tests =
             project::with_fixed_tests(&work.reviewed, &work.fixed, &tests.test_paths).await.map_err(|e| {
                 TaskError::infra(format!("cannot put the fixed tests into the reviewed tree: {e}"))

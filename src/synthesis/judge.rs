@@ -20,7 +20,7 @@ use super::relevance::{self, Change};
 use super::source::{TestKind, code_only, network_use, test_kind};
 use crate::exec::docker::ExecError;
 use crate::exec::hosts::Hosts;
-use crate::exec::testrun::{Target, TestRun, Verdict, run_target, run_target_traced};
+use crate::exec::testrun::{Target, TestRun, Verdict, run_target, run_target_traced, trace_per_node};
 
 /// Lines of each side's output kept per candidate in the store.
 const STORED_OUTPUT_LINES: usize = 120;
@@ -155,6 +155,27 @@ impl Judge<'_> {
         let mut record = json!({"node": node});
         let (outcome, runs) = self.run_judged(target, trees, None, &mut record).await?;
         Ok(Judged { record, outcome, runs: Some(runs) })
+    }
+
+    /// Of the project's tests `nodes`, those that execute a line of the comment's attributed changes
+    /// on the fixed tree (from their setup to their teardown, so a module's top level does not
+    /// count), in their order: the relevance gate's coverage check for all of them in one traced
+    /// run, before any is judged. `None` when there is nothing to screen by (no attribution, or no
+    /// Python lines in it).
+    pub async fn reaching(&self, nodes: &[String]) -> Result<Option<Vec<String>>, JudgeError> {
+        let Some(attributed) = &self.attribution else { return Ok(None) };
+        let texts = partial::fixed_texts(&attributed.changes, self.trees.fixed);
+        let targets = relevance::targets(&attributed.changes, |path: &str| texts.get(path).cloned());
+        if targets.is_empty() {
+            return Ok(None);
+        }
+        let files: Vec<String> = targets.keys().cloned().collect();
+        let timeout = self.timeout * 5;
+        let per_node =
+            trace_per_node(self.docker, self.image, self.trees.fixed, nodes, timeout, &files).await?;
+        let reach =
+            |node: &String| per_node.get(node).is_some_and(|t| !relevance::covered(&targets, t).is_empty());
+        Ok(Some(nodes.iter().filter(|n| reach(n)).cloned().collect()))
     }
 
     /// Runs `target` on both sides and judges it: the oracle, the repeats, the relevance gate
