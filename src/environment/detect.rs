@@ -133,11 +133,14 @@ fn string_list(v: Option<&toml::Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Requirement lines of a requirements file: no comments, options or includes.
+/// Requirement lines of a requirements file: no comments, options or includes, and no pip options
+/// after a requirement (`pkg --no-binary=pkg`, `--hash=...`), which uv reads as a malformed hash.
 fn requirement_lines(text: &str) -> Vec<String> {
     text.lines()
         .map(|l| l.split(" #").next().unwrap_or("").trim())
         .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('-'))
+        .map(|l| l.split(" -").next().unwrap_or(l).trim_end().trim_end_matches('\\').trim_end())
+        .filter(|l| !l.is_empty())
         .map(str::to_string)
         .collect()
 }
@@ -730,5 +733,13 @@ mod tests {
     fn requirement_names() {
         assert_eq!(requirement_name("Foo_Bar[x]>=1; python_version<'3'"), "foo-bar");
         assert_eq!(requirement_name("pytest"), "pytest");
+    }
+
+    #[test]
+    fn pip_options_after_a_requirement_are_left_out() {
+        let lines = requirement_lines(
+            "lxml --no-binary=lxml\nsix==1.16 --hash=sha256:abc \\\n--hash=sha256:def\nattrs>=20 # pinned\n",
+        );
+        assert_eq!(lines, ["lxml", "six==1.16", "attrs>=20"]);
     }
 }

@@ -436,6 +436,8 @@ pub fn diagnose(log: &str, own: &[String], so_far: &Fixes, wheels_since: &str) -
     }
     // Pytest of the pin's date that does not run on this Python.
     if log.contains("AttributeError: __spec__")
+        // Its assertion rewriting builds an AST the newer Python refuses.
+        || log.contains("required field \"lineno\" missing from alias")
         || log
             .lines()
             .any(|l| l.contains("_pytest/") && (l.contains("TypeError") || l.contains("AttributeError")))
@@ -608,6 +610,13 @@ mod tests {
         so_far.add(&fix);
         let fix = diagnose(log, &[], &so_far, W).unwrap();
         assert!(matches!(fix, Fix::SystemPackages { .. }), "unpinned and still failing: {fix:?}");
+    }
+
+    #[test]
+    fn pytest_whose_assertion_rewriting_fails_on_a_newer_python_is_moved_to_its_newest() {
+        let log = "  File \"/opt/venv/lib/python3.11/site-packages/_pytest/assertion/rewrite.py\", line 168, in exec_module\n    exec(co, module.__dict__)\nTypeError: required field \"lineno\" missing from alias\n";
+        let fix = diagnose(log, &[], &Fixes::default(), W);
+        assert!(matches!(fix, Some(Fix::Unpin { ref package, .. }) if package == "pytest"), "{fix:?}");
     }
 
     #[test]
