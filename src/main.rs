@@ -63,6 +63,17 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         charts: Option<PathBuf>,
     },
+    /// Where each review comment went: the last stage it reached, how it ended and why, and who
+    /// wrote its test. With --comment ID, every stage of that comment and each candidate test it
+    /// was given, with its verdicts on the reviewed and the fixed code.
+    Explain {
+        pipeline: PathBuf,
+        /// One comment's id (as the table lists them).
+        #[arg(long, value_name = "ID")]
+        comment: Option<String>,
+        #[command(flatten)]
+        select: Select,
+    },
     /// Write the finished benchmark as files: instances.jsonl, the tests, the Dockerfiles and
     /// install scripts, and stats.json / stats.md (the paper's Table 4). The same state always
     /// gives the same bytes.
@@ -197,6 +208,9 @@ fn main() -> ExitCode {
         Command::Status { pipeline, select } => commands::status(&pipeline, &select.selection(false)),
         Command::Report { pipeline, select, format, charts } => {
             commands::report(&pipeline, &select.selection(false), format, charts.as_deref())
+        }
+        Command::Explain { pipeline, comment, select } => {
+            commands::explain(&pipeline, &select.selection(false), comment.as_deref())
         }
         Command::Export { pipeline, out, stage, select } => {
             commands::export(&pipeline, &select.selection(false), &out, stage.as_deref())

@@ -538,4 +538,15 @@ fn the_tests_a_fix_adds_to_the_project_are_candidates_for_its_comments() {
         (&"screened".into(), &serde_json::json!([]))
     );
     assert_eq!(history.last().unwrap()["result"], "unparseable", "{c3}");
+
+    // `curate explain` says the same without SQLite: where each comment stopped and who wrote its
+    // test, and one comment's candidates.
+    let table = common::stdout(&s.curate(&["explain", "p.yaml"]));
+    assert!(table.contains(&format!("| {} | tests | kept |  | project test |", id(1))), "{table}");
+    assert!(table.contains(&format!("| {} | tests | rejected | unparseable |  |", id(3))), "{table}");
+    let one = common::stdout(&s.curate(&["explain", "p.yaml", "--comment", &id(3)]));
+    assert!(one.contains("| 1 | project test | 0 reach the change | screened |"), "{one}");
+    assert!(one.contains("| 2 | model | attempt 1 | unparseable |"), "{one}");
+    let missing = s.curate(&["explain", "p.yaml", "--comment", "no-such#1"]);
+    assert_eq!(missing.status.code(), Some(2), "{}", stderr(&missing));
 }

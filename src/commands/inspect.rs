@@ -71,6 +71,28 @@ pub fn status(path: &Path, sel: &Selection) -> Result<u8, Failure> {
     Ok(exit::OK)
 }
 
+/// Where each comment went (or, with `comment`, everything about one comment).
+pub fn explain(path: &Path, sel: &Selection, comment: Option<&str>) -> Result<u8, Failure> {
+    let loaded = load(path, sel)?;
+    let records = store::load(&loaded.state_dir).context("reading the state")?;
+    let flow = Flow::new(&loaded.pipeline, &loaded.data);
+    let states = walk::walk(&flow, &records);
+    match comment {
+        None => print!("{}", report::explain::table(&flow, &states, &records)),
+        Some(id) => match report::explain::comment(&flow, &states, &records, id) {
+            Some(md) => print!("{md}"),
+            None => {
+                eprintln!(
+                    "error: no comment `{id}` in the source of {}; `curate explain` lists them",
+                    path.display()
+                );
+                return Ok(exit::BAD_INPUT);
+            }
+        },
+    }
+    Ok(exit::OK)
+}
+
 pub fn report(
     path: &Path,
     sel: &Selection,

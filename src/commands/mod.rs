@@ -16,7 +16,7 @@ mod state;
 
 pub use gold::gold;
 pub use images::images_bootstrap;
-pub use inspect::{GraphFormat, ReportFormat, clean, export, graph, report, status, validate};
+pub use inspect::{GraphFormat, ReportFormat, clean, explain, export, graph, report, status, validate};
 pub use relevance::relevance;
 pub use run::{RunOptions, run};
 pub use state::{state_check, state_repair};

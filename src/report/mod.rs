@@ -3,6 +3,7 @@
 
 pub mod chart;
 pub mod evaluation;
+pub mod explain;
 pub mod funnel;
 pub mod graph;
 pub mod html;
