@@ -550,3 +550,45 @@ fn the_tests_a_fix_adds_to_the_project_are_candidates_for_its_comments() {
     let missing = s.curate(&["explain", "p.yaml", "--comment", "no-such#1"]);
     assert_eq!(missing.status.code(), Some(2), "{}", stderr(&missing));
 }
+
+/// A test whose one wrong assertion makes it fail on the fixed code too is judged again one check
+/// at a time: the rounding check alone fails on the reviewed code and passes on the fixed one.
+#[test]
+fn a_missed_test_with_several_checks_is_judged_one_check_at_a_time() {
+    if !docker_or_skip("the split checks test") {
+        return;
+    }
+    let (record, texts) = durations3();
+    let key: String = texts[0].chars().take(60).collect();
+    const TWO: &str = "from durations import parse_duration\n\n\ndef test_x():\n    assert parse_duration(\"1h\") == 3601\n    assert parse_duration(\"4.1m\") == 246\n";
+    let server = Server::responding(move |body| {
+        let first_user =
+            body["messages"].as_array().unwrap().iter().find(|m| m["role"] == "user").unwrap()["content"]
+                .as_str()
+                .unwrap()
+                .to_string();
+        if first_user.contains(&key) { fence(TWO) } else { Reply::Answer("no test".into()) }
+    });
+    let s = Scratch::new();
+    let mirrors = s.sample_mirrors();
+    s.write("one.jsonl", &format!("{record}\n"));
+    s.write(
+        "p.yaml",
+        &curation_pipeline("syn", &mirrors, &server.base_url, "    repeats: 1\n    max_attempts: 1\n", ""),
+    );
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows = rows(&s);
+    let (state, _, c1) = &rows["curate-sample__durations-3#1"];
+    assert_eq!(state, "kept", "{c1}");
+    let history = c1["history"].as_array().unwrap();
+    assert_eq!(history[0]["result"], "failed on both sides", "{c1}");
+    assert_eq!(history[1]["split"], "1 of 2", "{c1}");
+    assert_eq!(history[1]["result"], "failed on both sides", "the wrong check alone: {c1}");
+    assert_eq!(history[2]["split"], "2 of 2", "{c1}");
+    assert_eq!(
+        c1["test"],
+        "from durations import parse_duration\n\n\ndef test_x():\n    assert parse_duration(\"4.1m\") == 246\n"
+    );
+    assert_eq!(c1["reviewed_verdict"], "assertion");
+}

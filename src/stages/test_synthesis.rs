@@ -37,6 +37,7 @@ use crate::synthesis::observed;
 use crate::synthesis::oracle::{Miss, for_feedback, reasons};
 use crate::synthesis::project;
 use crate::synthesis::source::test_kind;
+use crate::synthesis::split;
 
 const PLACEHOLDERS: [&str; 13] = [
     "pr_title",
@@ -67,6 +68,8 @@ const RESAMPLE_TEMPERATURE: f32 = 0.7;
 const CANDIDATE_SEEDS: i64 = 1000;
 /// Lines of each side's output sent back to the model, and kept per attempt in the store.
 const FEEDBACK_LINES: usize = 15;
+/// Checks of one missed test judged apart at most.
+const MAX_SPLITS: usize = 4;
 /// Who wrote a test that is not the model's.
 const OBSERVED_CALL: &str = "observed call";
 const PROJECT_TEST: &str = "project test";
@@ -96,6 +99,10 @@ struct Config {
     from_project_tests: bool,
     #[serde(default = "default_project_candidates")]
     project_candidates: usize,
+    /// A model's test that fails on the fixed code too and holds several checks is judged again
+    /// one check at a time (`split`).
+    #[serde(default = "default_split")]
+    split: bool,
     /// Runs of each side a candidate must give the same result in, the first included.
     #[serde(default = "default_repeats")]
     repeats: u32,
@@ -119,6 +126,9 @@ fn default_candidates() -> u32 {
 fn default_project_candidates() -> usize {
     4
 }
+fn default_split() -> bool {
+    true
+}
 fn default_repeats() -> u32 {
     3
 }
@@ -140,6 +150,7 @@ struct Synthesis {
     from_observed: bool,
     from_project_tests: bool,
     project_candidates: usize,
+    split: bool,
     repeats: u32,
     timeout: Duration,
     file_lines: usize,
@@ -172,6 +183,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         from_observed: config.from_observed,
         from_project_tests: config.from_project_tests,
         project_candidates: config.project_candidates,
+        split: config.split,
         repeats: config.repeats,
         timeout: Duration::from_secs(config.timeout_secs),
         file_lines: config.file_lines,
@@ -183,7 +195,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     // precision in the fed-back output are cut (measurements made every run differ). 7: pytest
     // plugins' state directories (.benchmarks, .hypothesis) are not writes of the test. 8: the
     // partial revert. 9: observed behaviour in the prompt. 10: a missing `import pytest` is added;
-    // candidates; the probe's test for an observed call last (`from_observed`).
+    // candidates; the probe's test for an observed call last (`from_observed`). 11: the project's
+    // tests first (`from_project_tests`); a missed test with several checks judged one at a time.
     Ok(StageDef {
         side_effects: true,
         files: vec![
@@ -198,7 +211,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
             .into_iter()
             .chain(config.from_project_tests.then_some(contract::ProjectTests::NAME))
             .collect(),
-        ..StageDef::new(stage, 10, Scope::Comment, Resource::Llm)
+        ..StageDef::new(stage, 11, Scope::Comment, Resource::Llm)
     })
 }
 
@@ -565,6 +578,10 @@ impl Synthesis {
             let first = judge_answer(judge, file, &answer).await?;
             let mut judged =
                 self.more_candidates(judge, file, first, (&asked, attempt), &mut answers, input).await?;
+            if !judged.iter().any(|j| j.outcome.is_ok()) {
+                let split = self.split_checks(judge, file, &judged[0]).await?;
+                judged.extend(split);
+            }
             for j in &mut judged {
                 j.record["attempt"] = json!(attempt);
                 j.settle();
@@ -585,6 +602,31 @@ impl Synthesis {
             messages.push(self.feedback_message(miss, first.runs.as_ref().map(|(r, f)| (r, f))));
         }
         Ok(Err(last))
+    }
+
+    /// When the model's test failed on the fixed code too and holds several checks: one candidate
+    /// per check (at most [`MAX_SPLITS`]), each judged, until one is accepted. Recorded with
+    /// `split` (which check, of how many); the conversation goes on from the whole answer.
+    async fn split_checks(
+        &self,
+        judge: &Judge<'_>,
+        file: &str,
+        missed: &Judged,
+    ) -> Result<Vec<Judged>, TaskError> {
+        let fixed_failed = matches!(&missed.outcome, Err(m) if m.reason == reasons::FAILED_BOTH || m.reason == reasons::INVERTED);
+        let code = missed.record["code"].as_str().filter(|_| self.split && fixed_failed);
+        let variants = code.map(split::one_check_each).unwrap_or_default();
+        let mut out: Vec<Judged> = Vec::new();
+        for (k, variant) in variants.iter().enumerate().take(MAX_SPLITS) {
+            let mut j = judge.file(file, variant.clone()).await?;
+            j.record["split"] = json!(format!("{} of {}", k + 1, variants.len()));
+            let accepted = j.outcome.is_ok();
+            out.push(j);
+            if accepted {
+                break;
+            }
+        }
+        Ok(out)
     }
 
     /// The first candidate of an attempt and, while none is accepted, the others: the same
@@ -719,6 +761,7 @@ mod tests {
             from_observed: false,
             from_project_tests: false,
             project_candidates: 1,
+            split: false,
             repeats: 1,
             timeout: Duration::from_secs(5),
             file_lines: 20,

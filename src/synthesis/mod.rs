@@ -14,3 +14,4 @@ pub mod partial;
 pub mod project;
 pub mod relevance;
 pub mod source;
+pub mod split;
