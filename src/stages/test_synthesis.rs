@@ -32,12 +32,11 @@ use crate::record::{PullRequest, ReviewComment};
 use crate::repo::Mirrors;
 use crate::synthesis::answer::test_code;
 use crate::synthesis::facts::{self, MAX_SIGNATURES};
-use crate::synthesis::judge::{Judge, JudgeError, Judged, Trees, verdict_name};
+use crate::synthesis::judge::{Judge, JudgeError, Judged, PROJECT_TEST, Trees, verdict_name};
 use crate::synthesis::observed;
 use crate::synthesis::oracle::{Miss, for_feedback, reasons};
 use crate::synthesis::project;
 use crate::synthesis::source::test_kind;
-use crate::synthesis::split;
 
 const PLACEHOLDERS: [&str; 13] = [
     "pr_title",
@@ -72,7 +71,6 @@ const FEEDBACK_LINES: usize = 15;
 const MAX_SPLITS: usize = 4;
 /// Who wrote a test that is not the model's.
 const OBSERVED_CALL: &str = "observed call";
-const PROJECT_TEST: &str = "project test";
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -501,35 +499,11 @@ impl Synthesis {
             i.comment.diff_hunk.as_deref().unwrap_or("")
         ));
         hints.push(stem);
-        let mut nodes = project::ranked(&tests.fail_to_pass, &hints);
-        // Only those that run the comment's change can pass the relevance gate: one traced run of
-        // them all picks those out before any is judged.
-        if let Some(reaching) = judge.reaching(&nodes).await? {
-            history.push(json!({
-                "written_by": PROJECT_TEST,
-                "result": "screened",
-                "fail_to_pass": nodes.len(),
-                "reaching": reaching,
-            }));
-            nodes = reaching;
-        }
-        if nodes.is_empty() {
-            return Ok(None);
-        }
-        let with_tests =
-            project::with_fixed_tests(&work.reviewed, &work.fixed, &tests.test_paths).await.map_err(|e| {
-                TaskError::infra(format!("cannot put the fixed tests into the reviewed tree: {e}"))
-            })?;
-        for node in nodes.iter().take(self.project_candidates) {
-            let mut j = judge.project_test(node, with_tests.path()).await?;
-            j.record["written_by"] = json!(PROJECT_TEST);
-            j.settle();
-            history.push(j.record.clone());
-            if j.outcome.is_ok() {
-                return Ok(Some(project_output(node, &j, tests, &work.fixed, history.clone())));
-            }
-        }
-        Ok(None)
+        let nodes = project::ranked(&tests.fail_to_pass, &hints);
+        let (records, accepted) =
+            judge.first_project_test(nodes, &tests.test_paths, self.project_candidates).await?;
+        history.extend(records);
+        Ok(accepted.map(|(node, j)| project_output(&node, &j, tests, &work.fixed, history.clone())))
     }
 
     /// The reviewed and the fixed tree in a temporary directory, what the fix changed in the
@@ -578,9 +552,8 @@ impl Synthesis {
             let first = judge_answer(judge, file, &answer).await?;
             let mut judged =
                 self.more_candidates(judge, file, first, (&asked, attempt), &mut answers, input).await?;
-            if !judged.iter().any(|j| j.outcome.is_ok()) {
-                let split = self.split_checks(judge, file, &judged[0]).await?;
-                judged.extend(split);
+            if self.split && !judged.iter().any(|j| j.outcome.is_ok()) {
+                judged.extend(judge.one_check_at_a_time(file, &judged[0], MAX_SPLITS).await?);
             }
             for j in &mut judged {
                 j.record["attempt"] = json!(attempt);
@@ -602,31 +575,6 @@ impl Synthesis {
             messages.push(self.feedback_message(miss, first.runs.as_ref().map(|(r, f)| (r, f))));
         }
         Ok(Err(last))
-    }
-
-    /// When the model's test failed on the fixed code too and holds several checks: one candidate
-    /// per check (at most [`MAX_SPLITS`]), each judged, until one is accepted. Recorded with
-    /// `split` (which check, of how many); the conversation goes on from the whole answer.
-    async fn split_checks(
-        &self,
-        judge: &Judge<'_>,
-        file: &str,
-        missed: &Judged,
-    ) -> Result<Vec<Judged>, TaskError> {
-        let fixed_failed = matches!(&missed.outcome, Err(m) if m.reason == reasons::FAILED_BOTH || m.reason == reasons::INVERTED);
-        let code = missed.record["code"].as_str().filter(|_| self.split && fixed_failed);
-        let variants = code.map(split::one_check_each).unwrap_or_default();
-        let mut out: Vec<Judged> = Vec::new();
-        for (k, variant) in variants.iter().enumerate().take(MAX_SPLITS) {
-            let mut j = judge.file(file, variant.clone()).await?;
-            j.record["split"] = json!(format!("{} of {}", k + 1, variants.len()));
-            let accepted = j.outcome.is_ok();
-            out.push(j);
-            if accepted {
-                break;
-            }
-        }
-        Ok(out)
     }
 
     /// The first candidate of an attempt and, while none is accepted, the others: the same

@@ -16,8 +16,10 @@ use serde_json::{Value, json};
 use super::facts;
 use super::oracle::{Miss, for_feedback, judge, reasons};
 use super::partial;
+use super::project;
 use super::relevance::{self, Change};
 use super::source::{TestKind, code_only, network_use, test_kind};
+use super::split;
 use crate::exec::docker::ExecError;
 use crate::exec::hosts::Hosts;
 use crate::exec::testrun::{Target, TestRun, Verdict, run_target, run_target_traced, trace_per_node};
@@ -32,7 +34,12 @@ pub enum JudgeError {
     Exec(#[from] ExecError),
     #[error("cannot make the tree with the comment's change undone")]
     PartialTree(#[source] std::io::Error),
+    #[error("cannot put the fixed tests into the reviewed tree")]
+    TestSide(#[source] std::io::Error),
 }
+
+/// Who wrote a candidate that is one of the project's own tests.
+pub const PROJECT_TEST: &str = "project test";
 
 /// The two checkouts a candidate runs against.
 #[derive(Clone, Copy)]
@@ -155,6 +162,70 @@ impl Judge<'_> {
         let mut record = json!({"node": node});
         let (outcome, runs) = self.run_judged(target, trees, None, &mut record).await?;
         Ok(Judged { record, outcome, runs: Some(runs) })
+    }
+
+    /// The project's tests `nodes` (in the order to try them) as candidates: screened by
+    /// [`Judge::reaching`], then at most `max` judged on the reviewed tree with the fix's test side
+    /// (`test_paths`, from the fixed tree) put in, until one is accepted. Every record, the screen's
+    /// first, each with `written_by`, and the accepted node with its judgement.
+    pub async fn first_project_test(
+        &self,
+        nodes: Vec<String>,
+        test_paths: &[String],
+        max: usize,
+    ) -> Result<(Vec<Value>, Option<(String, Judged)>), JudgeError> {
+        let mut records = Vec::new();
+        let mut nodes = nodes;
+        if let Some(reaching) = self.reaching(&nodes).await? {
+            records.push(json!({
+                "written_by": PROJECT_TEST,
+                "result": "screened",
+                "fail_to_pass": nodes.len(),
+                "reaching": reaching,
+            }));
+            nodes = reaching;
+        }
+        if nodes.is_empty() {
+            return Ok((records, None));
+        }
+        let with_tests = project::with_fixed_tests(self.trees.reviewed, self.trees.fixed, test_paths)
+            .await
+            .map_err(JudgeError::TestSide)?;
+        for node in nodes.into_iter().take(max) {
+            let mut j = self.project_test(&node, with_tests.path()).await?;
+            j.record["written_by"] = json!(PROJECT_TEST);
+            j.settle();
+            records.push(j.record.clone());
+            if j.outcome.is_ok() {
+                return Ok((records, Some((node, j))));
+            }
+        }
+        Ok((records, None))
+    }
+
+    /// When a written test failed on the fixed code too and holds several checks: one candidate
+    /// per check (at most `max`), each judged until one is accepted, recorded with `split` (which
+    /// check, of how many).
+    pub async fn one_check_at_a_time(
+        &self,
+        name: &str,
+        missed: &Judged,
+        max: usize,
+    ) -> Result<Vec<Judged>, JudgeError> {
+        let fixed_failed = matches!(&missed.outcome, Err(m) if m.reason == reasons::FAILED_BOTH || m.reason == reasons::INVERTED);
+        let code = missed.record["code"].as_str().filter(|_| fixed_failed);
+        let variants = code.map(split::one_check_each).unwrap_or_default();
+        let mut out: Vec<Judged> = Vec::new();
+        for (k, variant) in variants.iter().enumerate().take(max) {
+            let mut j = self.file(name, variant.clone()).await?;
+            j.record["split"] = json!(format!("{} of {}", k + 1, variants.len()));
+            let accepted = j.outcome.is_ok();
+            out.push(j);
+            if accepted {
+                break;
+            }
+        }
+        Ok(out)
     }
 
     /// Of the project's tests `nodes`, those that execute a line of the comment's attributed changes
