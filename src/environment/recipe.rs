@@ -292,9 +292,14 @@ pub fn repaired_recipe(
         "python -c \"import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()['purelib'], 'curate-repo.pth').write_text('{import_root}\\\\n')\""
     );
     // Without an instance layer, the import root under /repo goes on sys.path here (the
-    // repository's top level is already there: tests run from /repo).
+    // repository's top level is already there: tests run from /repo). It comes after
+    // site-packages, so a release of the project itself that a dependency brought in (pluggy, which
+    // pytest needs) would shadow the checkout: it is removed, and the checkout serves instead.
     let import_path = if p.needs_build.is_none() && !p.import_root.is_empty() {
-        format!("RUN {pth}\n")
+        let shadow = p.name.as_deref().map_or(String::new(), |name| {
+            format!(" && (uv pip uninstall --quiet {} 2>/dev/null || true)", shell_quote(name))
+        });
+        format!("RUN {pth}{shadow}\n")
     } else {
         String::new()
     };
@@ -527,8 +532,9 @@ mod tests {
             "curate's tests run under pytest: {}",
             u.requirements_txt
         );
-        let src = Project { import_root: "src".into(), ..p.clone() };
+        let src = Project { import_root: "src".into(), name: Some("durations".into()), ..p.clone() };
         let s = recipe(&src, "o/durations", "o__durations-3", "aaaaaaaaaaaaaaaa", pin).unwrap();
+        assert!(s.deps_dockerfile.contains("uv pip uninstall --quiet durations"), "{}", s.deps_dockerfile);
         assert!(
             s.deps_dockerfile.contains("'curate-repo.pth').write_text('/repo/src\\\\n')"),
             "{}",

@@ -158,7 +158,12 @@ impl Target<'_> {
     fn pytest_args(&self) -> String {
         match self {
             Target::File { name, .. } => format!("--rootdir {TEST_DIR} {}", shell_quote(&test_path(name))),
-            Target::Project { nodes } => nodes.iter().map(|n| shell_quote(n)).collect::<Vec<_>>().join(" "),
+            // The repository as pytest's root, whatever directory holds its configuration, so
+            // node ids are relative to the repository and run from there.
+            Target::Project { nodes } => {
+                let nodes: Vec<String> = nodes.iter().map(|n| shell_quote(n)).collect();
+                format!("--rootdir {REPO} {}", nodes.join(" "))
+            }
         }
     }
 }
