@@ -107,8 +107,9 @@ pub fn build_stage(ctx: &StageContext, config: &Mapping) -> Result<StageDef, Con
         // 3: failed builds are repaired by rule; a project that imports from its sources gets no
         // build backend. 4: the Python of the pin's date, the others on failure; what the build
         // needs besides its tools pinned by date; the model's repairs. 5: pytest in every
-        // environment, whatever runner the project uses.
-        ..StageDef::new(stage, 5, Scope::Pr, Resource::Docker)
+        // environment, whatever runner the project uses. 6: a src project's own release removed;
+        // pip options after a requirement left out; the lineno rule for old pytest.
+        ..StageDef::new(stage, 6, Scope::Pr, Resource::Docker)
     })
 }
 
