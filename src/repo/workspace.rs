@@ -95,6 +95,24 @@ pub async fn history_free_copy(
     .map_err(|e| RepoError::Git { repo: repo.to_string(), error: format!("the git worker failed: {e}") })?
 }
 
+/// Writes `files` (repository-relative paths and their text) over the tree at `root`, making
+/// directories as needed; a path that would leave the tree is refused.
+pub fn write_files<'a>(
+    root: &Path,
+    files: impl IntoIterator<Item = (&'a String, &'a String)>,
+) -> std::io::Result<()> {
+    for (path, text) in files {
+        crate::record::check_repo_path(path)
+            .map_err(|e| std::io::Error::other(format!("{path}: the path {e}")))?;
+        let to = root.join(path);
+        if let Some(dir) = to.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(to, text)?;
+    }
+    Ok(())
+}
+
 /// What changed in `dir` since its baseline commit, as a unified diff; new files included.
 pub fn working_diff(dir: &Path) -> Result<String, RepoError> {
     let repo = Repository::open(dir).map_err(|e| git(dir, e))?;

@@ -28,7 +28,7 @@ use crate::exec::hosts::Hosts;
 use crate::exec::testrun::{NodeOutcome, Target, Verdict, project_outcomes, run_target};
 use crate::record::PullRequest;
 use crate::repo::Mirrors;
-use crate::repo::workspace::history_free_copy;
+use crate::repo::workspace::{history_free_copy, write_files};
 use crate::synthesis::oracle::for_feedback;
 
 #[derive(Deserialize)]
@@ -133,16 +133,9 @@ fn inputs(input: &TaskInput) -> Result<Inputs, TaskError> {
 
 /// Writes a project test's test side over the revised tree `copy` (after the agent is done: it
 /// never sees the test).
-fn put_test_side(copy: &std::path::Path, project: &contract::ProjectTest) -> std::io::Result<()> {
-    for (path, text) in &project.files {
-        crate::record::check_repo_path(path).map_err(std::io::Error::other)?;
-        let to = copy.join(path);
-        if let Some(dir) = to.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        std::fs::write(to, text)?;
-    }
-    Ok(())
+fn put_test_side(copy: &std::path::Path, project: &contract::ProjectTest) -> Result<(), TaskError> {
+    write_files(copy, &project.files)
+        .map_err(|e| TaskError::infra(format!("cannot write the project's tests: {e}")))
 }
 
 /// The tests of `pass_to_pass` that did not pass in a run with `outcomes`: those that failed or
@@ -182,8 +175,7 @@ impl Validation {
         let nodes: Vec<String> = i.test.project.iter().map(|p| p.node.clone()).collect();
         let target = match &i.test.project {
             Some(project) => {
-                put_test_side(copy, project)
-                    .map_err(|e| TaskError::infra(format!("cannot write the project's tests: {e}")))?;
+                put_test_side(copy, project)?;
                 Target::Project { nodes: &nodes }
             }
             None => Target::File { name: &i.test.test_file, code: &i.test.test },
@@ -200,8 +192,7 @@ impl Validation {
         pass_to_pass: &[String],
     ) -> Result<Vec<String>, TaskError> {
         if let Some(project) = &i.test.project {
-            put_test_side(copy, project)
-                .map_err(|e| TaskError::infra(format!("cannot write the project's tests: {e}")))?;
+            put_test_side(copy, project)?;
         }
         let mut modules: Vec<String> =
             pass_to_pass.iter().map(|n| n.split("::").next().unwrap_or(n).to_string()).collect();

@@ -20,7 +20,7 @@ use crate::exec::docker::image_exists;
 use crate::exec::hosts::Hosts;
 use crate::exec::testrun::{Target, TestRun, Verdict, run_target};
 use crate::repo::Mirrors;
-use crate::repo::workspace::{apply_patch, history_free_copy};
+use crate::repo::workspace::{apply_patch, history_free_copy, write_files};
 use crate::sources::benchmark::BenchTest;
 
 #[derive(Deserialize)]
@@ -71,17 +71,8 @@ impl Score {
         let nodes: Vec<String> = t.project.iter().map(|p| p.node.clone()).collect();
         let target = match &t.project {
             Some(project) => {
-                for (path, text) in &project.files {
-                    crate::record::check_repo_path(path)
-                        .map_err(|e| TaskError::reject(format!("a test file's path {e}")))?;
-                    let to = copy.join(path);
-                    let written = to
-                        .parent()
-                        .map_or(Ok(()), std::fs::create_dir_all)
-                        .and_then(|()| std::fs::write(&to, text));
-                    written
-                        .map_err(|e| TaskError::infra(format!("cannot write the project's tests: {e}")))?;
-                }
+                write_files(copy, &project.files)
+                    .map_err(|e| TaskError::infra(format!("cannot write the project's tests: {e}")))?;
                 Target::Project { nodes: &nodes }
             }
             None => Target::File { name: &t.file, code: &t.code },
