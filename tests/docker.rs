@@ -4,6 +4,8 @@
 //!
 //! With no daemon these tests skip loudly; with CURATE_REQUIRE_DOCKER=1 (CI) they fail instead.
 
+mod common;
+
 use std::time::Duration;
 
 use bollard::Docker;
@@ -11,23 +13,18 @@ use curate::exec::sandbox::{RunSpec, run};
 
 const BASE: &str = "curate/base:bookworm";
 
-async fn docker() -> Option<Docker> {
-    match curate::exec::connect().await {
-        Ok(d) => {
-            assert!(
-                curate::exec::docker::image_exists(&d, BASE).await.unwrap(),
-                "{BASE} is missing: run `curate images bootstrap` (scripts/test does)"
-            );
-            Some(d)
-        }
-        Err(e) if std::env::var("CURATE_REQUIRE_DOCKER").as_deref() == Ok("1") => {
-            panic!("CURATE_REQUIRE_DOCKER=1 but {e}")
-        }
-        Err(e) => {
-            eprintln!("\n!!! SKIPPING a Docker test: {e}\n");
-            None
-        }
+/// The daemon, or `None` after the one skip helper has said so (and listed the test for
+/// scripts/test); under CURATE_REQUIRE_DOCKER=1 a missing daemon fails instead.
+async fn docker(what: &str) -> Option<Docker> {
+    if !common::docker_or_skip(what) {
+        return None;
     }
+    let d = curate::exec::connect().await.expect("`docker info` answers, but the API does not");
+    assert!(
+        curate::exec::docker::image_exists(&d, BASE).await.unwrap(),
+        "{BASE} is missing: run `curate images bootstrap` (scripts/test does)"
+    );
+    Some(d)
 }
 
 async fn gone(docker: &Docker, name: &str) -> bool {
@@ -36,7 +33,7 @@ async fn gone(docker: &Docker, name: &str) -> bool {
 
 #[tokio::test]
 async fn exit_codes_output_and_files() {
-    let Some(d) = docker().await else { return };
+    let Some(d) = docker("the sandbox test: exit codes output and files").await else { return };
     let mut spec = RunSpec::new(BASE, &["python3", "/work/check.py"]);
     spec.files
         .push(("/work/check.py".into(), b"import sys\nprint('hello from', sys.version_info[:2])\n".to_vec()));
@@ -54,7 +51,7 @@ async fn exit_codes_output_and_files() {
 
 #[tokio::test]
 async fn a_runaway_loop_is_killed_at_the_timeout() {
-    let Some(d) = docker().await else { return };
+    let Some(d) = docker("the sandbox test: a runaway loop is killed at the timeout").await else { return };
     let mut spec = RunSpec::new(BASE, &["python3", "-c", "while True: pass"]);
     spec.timeout = Duration::from_secs(2);
     let r = run(&d, &spec).await.unwrap();
@@ -66,7 +63,9 @@ async fn a_runaway_loop_is_killed_at_the_timeout() {
 
 #[tokio::test]
 async fn the_network_is_off_and_no_credentials_leak_in() {
-    let Some(d) = docker().await else { return };
+    let Some(d) = docker("the sandbox test: the network is off and no credentials leak in").await else {
+        return;
+    };
     let probe = "import socket\ntry:\n    socket.create_connection(('1.1.1.1', 53), 3)\n    print('CONNECTED')\nexcept OSError as e:\n    print('NO NETWORK', e)\nimport os\nprint(sorted(os.environ))\n";
     // Nothing of the test process's environment (keys, DOCKER_HOST, CARGO_*) may reach the container.
     let r = run(&d, &RunSpec::new(BASE, &["python3", "-c", probe])).await.unwrap();
@@ -82,7 +81,10 @@ async fn the_network_is_off_and_no_credentials_leak_in() {
 
 #[tokio::test]
 async fn memory_and_process_limits_contain_a_hog_and_a_fork_bomb() {
-    let Some(d) = docker().await else { return };
+    let Some(d) = docker("the sandbox test: memory and process limits contain a hog and a fork bomb").await
+    else {
+        return;
+    };
     let mut hog = RunSpec::new(BASE, &["python3", "-c", "b = bytearray(10 * 1024**3); print('ALLOCATED')"]);
     hog.memory_bytes = 256 << 20;
     let r = run(&d, &hog).await.unwrap();
