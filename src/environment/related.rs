@@ -43,6 +43,49 @@ pub fn related_tests(patch: &str, listing: &[String]) -> Vec<String> {
     related.into_iter().collect()
 }
 
+/// The test files of `listing` that import a module `patch` changes (`import a.b.m`, `from a.b.m
+/// import ...`, `from a.b import m`), read with `read`: for a change whose tests are not named after
+/// it (`util/debug.py` tested in `test_Util.py`), rather than the whole suite, whose test modules of
+/// optional frameworks the PR never touches may not import.
+pub fn importing_tests(
+    patch: &str,
+    listing: &[String],
+    read: &dyn Fn(&str) -> Option<String>,
+) -> Vec<String> {
+    let modules: Vec<(String, String, String)> = changed_files(patch)
+        .iter()
+        .filter(|p| p.ends_with(".py") && !is_test_file(p))
+        .filter_map(|p| {
+            let parts: Vec<&str> = p.trim_end_matches(".py").split('/').collect();
+            let parts = match parts.first() {
+                Some(&"src") | Some(&"lib") if parts.len() > 1 => &parts[1..],
+                _ => &parts[..],
+            };
+            let (name, parent) = parts.split_last()?;
+            if matches!(*name, "__init__" | "setup" | "conftest") {
+                return None;
+            }
+            Some((parts.join("."), parent.join("."), name.to_string()))
+        })
+        .collect();
+    if modules.is_empty() {
+        return Vec::new();
+    }
+    listing
+        .iter()
+        .filter(|path| is_test_file(path))
+        .filter(|path| {
+            let Some(text) = read(path) else { return false };
+            modules.iter().any(|(dotted, parent, name)| {
+                text.contains(&format!("import {dotted}"))
+                    || text.contains(&format!("from {dotted} import"))
+                    || (!parent.is_empty() && text.contains(&format!("from {parent} import {name}")))
+            })
+        })
+        .cloned()
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,5 +105,21 @@ mod tests {
         assert_eq!(related_tests(patch, &listing), ["tests/test_api.py", "tests/test_fields.py"]);
         assert!(related_tests("", &listing).is_empty(), "nothing changed: the whole suite");
         assert_eq!(changed_files(patch), ["pkg/__init__.py", "src/pkg/fields.py", "tests/test_api.py"]);
+    }
+
+    #[test]
+    fn tests_that_import_a_changed_module_relate_to_it() {
+        let patch = "--- a/returnn/util/debug.py\n+++ b/returnn/util/debug.py\n@@ -1 +1 @@\n-a\n+b\n";
+        let listing: Vec<String> =
+            ["tests/test_Util.py", "tests/test_TF.py", "tests/test_other.py"].map(String::from).to_vec();
+        let read = |p: &str| -> Option<String> {
+            Some(match p {
+                "tests/test_Util.py" => "from returnn.util import debug\n".into(),
+                "tests/test_other.py" => "import returnn.util.debug as d\n".into(),
+                _ => "import tensorflow\n".into(),
+            })
+        };
+        assert!(related_tests(patch, &listing).is_empty(), "none is named after debug.py");
+        assert_eq!(importing_tests(patch, &listing, &read), ["tests/test_Util.py", "tests/test_other.py"]);
     }
 }

@@ -24,7 +24,7 @@ use crate::environment::detect::detect;
 use crate::environment::model_repair;
 use crate::environment::recipe::suites_by_date;
 use crate::environment::recipe::{Recipe, instance_tag, repaired_recipe, rfc3339, version_from_describe};
-use crate::environment::related::related_tests;
+use crate::environment::related::{importing_tests, related_tests};
 use crate::environment::repair::{Fix, Fixes, diagnose, first_error, repin_for_wheels, repin_to_pr_date};
 use crate::errors::ConfigError;
 use crate::exec::bootstrap::{Bootstrap, bootstrap};
@@ -108,8 +108,9 @@ pub fn build_stage(ctx: &StageContext, config: &Mapping) -> Result<StageDef, Con
         // build backend. 4: the Python of the pin's date, the others on failure; what the build
         // needs besides its tools pinned by date; the model's repairs. 5: pytest in every
         // environment, whatever runner the project uses. 6: a src project's own release removed;
-        // pip options after a requirement left out; the lineno rule for old pytest.
-        ..StageDef::new(stage, 6, Scope::Pr, Resource::Docker)
+        // pip options after a requirement left out; the lineno rule for old pytest. 7: with no
+        // test named after a changed module, the tests that import one are verified.
+        ..StageDef::new(stage, 7, Scope::Pr, Resource::Docker)
     })
 }
 
@@ -280,7 +281,11 @@ impl Environment {
                 .needs_build
                 .is_some()
                 .then(|| version_from_describe(mirror.describe(&head).as_deref()));
-            let related = related_tests(&patch, &listing);
+            let mut related = related_tests(&patch, &listing);
+            if related.is_empty() {
+                related =
+                    importing_tests(&patch, &listing, &|p: &str| std::fs::read_to_string(dest.join(p)).ok());
+            }
             Ok((project, changed, version, related, missing))
         })
         .await

@@ -20,7 +20,7 @@ use super::{AsyncStage, StageContext, StageDef, TaskError, TaskInput, adapt, pr_
 use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
-use crate::environment::related::related_tests;
+use crate::environment::related::{importing_tests, related_tests};
 use crate::errors::ConfigError;
 use crate::exec::hosts::Hosts;
 use crate::exec::testrun::{TestRun, project_outcomes};
@@ -103,10 +103,14 @@ impl Stage {
         .await
         .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))??;
         let test_paths: Vec<String> = changed_paths(&patch).into_iter().filter(|p| is_test_side(p)).collect();
-        // The modules the fix changes, then those named after a module it changes.
+        // The modules the fix changes, then those named after a module it changes (or, when none
+        // is, those that import one).
         let listing = working_files(&fixed)
             .map_err(|e| TaskError::infra(format!("cannot list the fixed tree: {e}")))?;
-        let named = related_tests(&patch, &listing);
+        let mut named = related_tests(&patch, &listing);
+        if named.is_empty() {
+            named = importing_tests(&patch, &listing, &|p: &str| std::fs::read_to_string(fixed.join(p)).ok());
+        }
         let changed = test_paths.iter().filter(|p| is_test_module(p) && fixed.join(p).is_file());
         let mut modules: Vec<String> = Vec::new();
         for path in changed.chain(named.iter()) {
