@@ -50,6 +50,11 @@ fn steps<'a>(
             TaskState::Waiting | TaskState::Skipped { .. } => continue,
         };
         out.push(Step { stage: &stages[s].id, outcome, why, output });
+        // The comment's own path ends where a stage of its own did not keep it; its PR's stages
+        // may go on for the PR's other comments.
+        if stages[s].scope == Scope::Comment && outcome != "kept" {
+            break;
+        }
     }
     out
 }
