@@ -231,8 +231,8 @@ impl Judge<'_> {
     /// Of the project's tests `nodes`, those that execute a line of the comment's attributed changes
     /// on the fixed tree (from their setup to their teardown, so a module's top level does not
     /// count), in their order: the relevance gate's coverage check for all of them in one traced
-    /// run, before any is judged. `None` when there is nothing to screen by (no attribution, or no
-    /// Python lines in it).
+    /// run, before any is judged. `None` when there is nothing to screen by (no attribution, no
+    /// Python lines in it, or a run that traced no test).
     pub async fn reaching(&self, nodes: &[String]) -> Result<Option<Vec<String>>, JudgeError> {
         let Some(attributed) = &self.attribution else { return Ok(None) };
         let texts = partial::fixed_texts(&attributed.changes, self.trees.fixed);
@@ -244,6 +244,10 @@ impl Judge<'_> {
         let timeout = self.timeout * 5;
         let per_node =
             trace_per_node(self.docker, self.image, self.trees.fixed, nodes, timeout, &files).await?;
+        // A run that traced no test at all (killed, or the plugin never loaded) screens nothing.
+        if per_node.is_empty() {
+            return Ok(None);
+        }
         let reach =
             |node: &String| per_node.get(node).is_some_and(|t| !relevance::covered(&targets, t).is_empty());
         Ok(Some(nodes.iter().filter(|n| reach(n)).cloned().collect()))
