@@ -30,6 +30,7 @@ use crate::record::PullRequest;
 use crate::repo::Mirrors;
 use crate::repo::workspace::{history_free_copy, write_files};
 use crate::synthesis::oracle::for_feedback;
+use crate::synthesis::project::module_of_node;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -148,7 +149,7 @@ fn regressions(
     pass_to_pass
         .iter()
         .filter(|n| {
-            let module = n.split("::").next().unwrap_or(n);
+            let module = module_of_node(n);
             match outcomes.get(*n) {
                 Some(o) => *o != NodeOutcome::Passed,
                 None => outcomes.get(module) == Some(&NodeOutcome::Error),
@@ -183,19 +184,16 @@ impl Validation {
         Ok(run_target(&*self.docker, &i.image, copy, target, self.timeout, 0).await?)
     }
 
-    /// The tests of `pass_to_pass` that do not pass on the revision in `copy` (with the fix's test
-    /// side in it when the hidden test is the project's), run module by module.
+    /// The tests of `pass_to_pass` that do not pass on the revision in `copy`, run module by
+    /// module. Called after [`Validation::hidden_test`] on the same copy, which has written the
+    /// fix's test side over it when the hidden test is the project's.
     async fn broken(
         &self,
         i: &Inputs,
         copy: &std::path::Path,
         pass_to_pass: &[String],
     ) -> Result<Vec<String>, TaskError> {
-        if let Some(project) = &i.test.project {
-            put_test_side(copy, project)?;
-        }
-        let mut modules: Vec<String> =
-            pass_to_pass.iter().map(|n| n.split("::").next().unwrap_or(n).to_string()).collect();
+        let mut modules: Vec<String> = pass_to_pass.iter().map(|n| module_of_node(n).to_string()).collect();
         modules.sort();
         modules.dedup();
         let (_, outcomes) =

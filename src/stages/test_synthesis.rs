@@ -322,7 +322,7 @@ fn project_output(
     fixed: &Path,
     history: Vec<Value>,
 ) -> Value {
-    let module = node.split("::").next().unwrap_or(node);
+    let module = project::module_of_node(node);
     let mut files = BTreeMap::new();
     let mut left_out = Vec::new();
     for path in &tests.test_paths {

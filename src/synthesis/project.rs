@@ -25,6 +25,11 @@ pub fn is_test_module(path: &str) -> bool {
     name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py"))
 }
 
+/// The test module a pytest node id names (`tests/test_a.py` of `tests/test_a.py::T::test_b[1]`).
+pub fn module_of_node(node: &str) -> &str {
+    node.split("::").next().unwrap_or(node)
+}
+
 /// The files a unified diff adds or changes (their new paths), in order, once each.
 pub fn changed_paths(patch: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
