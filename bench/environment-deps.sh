@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 cargo build --release --quiet
-target/release/curate images bootstrap >/dev/null
+scripts/base-image
 
 work=$(pwd)/target/bench-environment-deps
 rm -rf "$work"

@@ -11,7 +11,7 @@ N=${BENCH_PRS:-4}
 
 cargo build --release --quiet
 python3 sample/build.py --out cache/mirrors >/dev/null 2>&1
-target/release/curate images bootstrap >/dev/null
+scripts/base-image
 
 work=target/bench-environment
 rm -rf "$work"

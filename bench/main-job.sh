@@ -12,7 +12,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 cargo build --release --quiet
 python3 sample/build.py --out cache/mirrors >/dev/null 2>&1
-target/release/curate images bootstrap >/dev/null
+scripts/base-image
 
 work=target/bench-main-job
 rm -rf "$work"

@@ -23,7 +23,7 @@ if ! python3 scripts/real-dataset; then
     echo "(continuing with the PRs whose mirrors are here)" >&2
 fi
 cargo build --release --quiet
-target/release/curate images bootstrap >/dev/null
+scripts/base-image
 scripts/model-server start >/dev/null
 
 pipeline=pipelines/real-curation.yaml

@@ -17,7 +17,7 @@ if ! python3 scripts/real-dataset; then
     echo "(continuing with the PRs whose mirrors are here)" >&2
 fi
 cargo build --release --quiet
-target/release/curate images bootstrap >/dev/null
+scripts/base-image
 # The repair step asks the local model (scripts/model-server; built once per machine, ~15 min).
 scripts/model-server start >/dev/null
 
