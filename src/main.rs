@@ -113,6 +113,12 @@ enum Command {
         /// Also write every gold comment's confidence, split and label to FILE (JSON lines).
         #[arg(long, value_name = "FILE")]
         scores: Option<PathBuf>,
+        /// Measure on FILE (the gold set's format) instead of the stage's `gold:` set, e.g. real
+        /// review comments kept outside the repository; adds the figures at the threshold the
+        /// stage has recorded, which is what `curate run` applies. Cannot be combined with
+        /// `--record`: a measurement set never calibrates.
+        #[arg(long, value_name = "FILE", conflicts_with = "record")]
+        gold: Option<PathBuf>,
     },
     /// Score an attribution stage's choices in a run's state against its hand gold (`gold:` in the
     /// stage): agreement on whether a change answers each comment, exact and overlapping lines,
@@ -217,9 +223,15 @@ fn main() -> ExitCode {
         }
         Command::Validate { pipeline } => commands::validate(&pipeline),
         Command::Clean { pipeline, select } => commands::clean(&pipeline, &select.selection(false)),
-        Command::Gold { pipeline, stage, record, scores } => {
-            commands::gold(&pipeline, stage.as_deref(), record, scores.as_deref())
-        }
+        Command::Gold { pipeline, stage, record, scores, gold } => commands::gold(
+            &pipeline,
+            &commands::GoldOptions {
+                stage: stage.as_deref(),
+                record,
+                scores: scores.as_deref(),
+                gold: gold.as_deref(),
+            },
+        ),
         Command::Relevance { pipeline, stage, select } => {
             commands::relevance(&pipeline, &select.selection(false), stage.as_deref())
         }

@@ -226,6 +226,29 @@ fn gold_calibrates_a_threshold_the_stage_keeps_by_and_a_changed_prompt_needs_a_n
     assert!((threshold - 0.95).abs() < 1e-6, "{threshold}");
     assert_eq!(calibration["heldout"], json!({"tp": 1, "fp": 0, "fn": 0, "tn": 1}));
 
+    // A measurement set from elsewhere is scored at the recorded threshold, never calibrated on.
+    let measured = [
+        row("m1", "tune", "keep", "0.96"),
+        row("m2", "tune", "keep", "0.90"),
+        row("m3", "heldout", "drop", "0.99"),
+        row("m4", "heldout", "drop", "0.30"),
+    ];
+    let outside = tempfile::tempdir().unwrap();
+    let measured_path = outside.path().join("real.jsonl");
+    std::fs::write(&measured_path, measured.join("\n") + "\n").unwrap();
+    let measured_path = measured_path.to_str().unwrap();
+    let out = s.curate(&["gold", "p.yaml", "--gold", measured_path, "--record"]);
+    assert_eq!(out.status.code(), Some(2), "a measurement set never calibrates: {}", stderr(&out));
+    let out = s.curate(&["gold", "p.yaml", "--gold", measured_path]);
+    let printed = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(printed.contains("At the stage's recorded threshold 0.9500"), "{printed}{}", stderr(&out));
+    let at_threshold = printed.split("At the stage's recorded threshold").nth(1).unwrap();
+    assert!(at_threshold.contains("| tune | 2 | 1 | 0 | 1 | 0 |"), "{at_threshold}");
+    assert!(at_threshold.contains("| heldout | 2 | 0 | 1 | 0 | 1 |"), "{at_threshold}");
+    assert!(at_threshold.contains("| all | 4 | 1 | 1 | 1 | 1 | 0.500 | 0.500 | 0.500 |"), "{at_threshold}");
+    let recorded: Value = serde_json::from_str(&s.read("calibration.json")).unwrap();
+    assert_eq!(recorded, calibration, "the calibration is untouched");
+
     // The stage now keeps only what reaches 0.95: the record's comments are all "SURE=" free, so
     // give it two of its own.
     let items = json!({

@@ -169,7 +169,23 @@ fn score(comments: &[GoldComment], results: Vec<Result<Judgement, String>>) -> S
     s
 }
 
-pub fn gold(path: &Path, stage: Option<&str>, record: bool, scores: Option<&Path>) -> Result<u8, Failure> {
+/// What `curate gold` measures on and what it writes.
+pub struct GoldOptions<'a> {
+    /// The stage to measure (default: the first review_filter stage).
+    pub stage: Option<&'a str>,
+    /// Write the chosen threshold to the stage's calibration file.
+    pub record: bool,
+    /// Every comment's confidence, split and label, written here.
+    pub scores: Option<&'a Path>,
+    /// A measurement set in place of the stage's gold set; it never calibrates the stage.
+    pub gold: Option<&'a Path>,
+}
+
+pub fn gold(path: &Path, options: &GoldOptions<'_>) -> Result<u8, Failure> {
+    let GoldOptions { stage, record, scores, gold: measured_on } = *options;
+    if record && measured_on.is_some() {
+        return Err(anyhow!("--record calibrates on the stage's own gold set, not on --gold").into());
+    }
     let (pipeline, context) = crate::curation::load_spec(path)?;
     let plan = pipeline
         .stages
@@ -186,12 +202,15 @@ pub fn gold(path: &Path, stage: Option<&str>, record: bool, scores: Option<&Path
         return Err(anyhow!("stage `{}` is a {} stage, not review_filter", plan.id, plan.kind).into());
     }
     let config: Config = parse_config(&plan.config).map_err(|e| anyhow!("stage `{}`: {e}", plan.id))?;
-    let gold_path = context.dir.join(
-        config
-            .gold
-            .clone()
-            .ok_or_else(|| anyhow!("stage `{}` names no `gold:` set to measure on", plan.id))?,
-    );
+    let gold_path = match measured_on {
+        Some(file) => file.to_path_buf(),
+        None => context.dir.join(
+            config
+                .gold
+                .clone()
+                .ok_or_else(|| anyhow!("stage `{}` names no `gold:` set to measure on", plan.id))?,
+        ),
+    };
     let comments = read_gold(&gold_path)?;
     let ctx = context.for_stage(&plan.id);
     let filter = Arc::new(Filter::build(&ctx, &config).map_err(|e| anyhow!("stage `{}`: {e}", plan.id))?);
@@ -292,7 +311,9 @@ pub fn gold(path: &Path, stage: Option<&str>, record: bool, scores: Option<&Path
         }
     }
 
-    if let Some(choice) = choice {
+    if measured_on.is_some() {
+        at_recorded_threshold(&context.dir, &config, &filter, &scored);
+    } else if let Some(choice) = choice {
         report_record(&context.dir, &config, &filter, &gold_path, choice, tune, heldout, record)?;
     } else if record {
         return Err(anyhow!("nothing to record: no threshold keeps a kept comment").into());
@@ -301,6 +322,28 @@ pub fn gold(path: &Path, stage: Option<&str>, record: bool, scores: Option<&Path
     let verdict = if precision >= config.precision_bar { "meets" } else { "is below" };
     println!("\nheld-out precision {precision:.3} {verdict} the bar of {:.2}", config.precision_bar);
     Ok(if precision >= config.precision_bar { exit::OK } else { exit::ERRORED })
+}
+
+/// On a measurement set: the figures at the threshold the stage has recorded (what `curate run`
+/// applies), per split and over the whole set.
+fn at_recorded_threshold(dir: &Path, config: &Config, filter: &Filter, scored: &Scored) {
+    let Some(relative) = &config.calibration else {
+        println!("\n(the stage names no `calibration:` file: `curate run` keeps on the model's word, above)");
+        return;
+    };
+    let fingerprint = filter.llm.settings.fingerprint();
+    let threshold = match Calibration::load(&dir.join(relative), &filter.prompt_sha256, &fingerprint) {
+        Ok(c) => c.threshold,
+        Err(e) => {
+            println!("\n(no recorded threshold applies: {e})");
+            return;
+        }
+    };
+    let all: Vec<(f64, bool)> = scored.tune.iter().chain(&scored.heldout).copied().collect();
+    println!("\nAt the stage's recorded threshold {threshold:.4}, as `curate run` decides:\n\n{HEADER}");
+    for (name, rows) in [("tune", &scored.tune), ("heldout", &scored.heldout), ("all", &all)] {
+        println!("{}", row(name, &Confusion::at(rows, threshold)));
+    }
 }
 
 /// Writes the calibration with `--record`, or says how it compares with the recorded one.

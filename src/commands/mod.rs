@@ -14,7 +14,7 @@ mod relevance;
 mod run;
 mod state;
 
-pub use gold::gold;
+pub use gold::{GoldOptions, gold};
 pub use images::images_bootstrap;
 pub use inspect::{GraphFormat, ReportFormat, clean, explain, export, graph, report, status, validate};
 pub use relevance::relevance;
