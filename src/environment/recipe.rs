@@ -248,11 +248,15 @@ pub fn repaired_recipe(
     // lacks what it calls (`canonicalize_version(strip_trailing_zero=…)`): a project built by it
     // gets today's.
     let packaging_current = p.needs_build.is_some() && !fixes.unpinned.contains("packaging");
+    // Old source builds get a setuptools between the installer's floor and the removal of what
+    // they import: lifted past the pin's date, then bounded by the build constraint below.
+    let legacy_setuptools = fixes.legacy_build_tools && !fixes.unpinned.contains("setuptools");
     let newest: String = fixes
         .unpinned
         .iter()
         .map(String::as_str)
         .chain(packaging_current.then_some("packaging"))
+        .chain(legacy_setuptools.then_some("setuptools"))
         .map(|p| format!(" --exclude-newer-package {p}={NEWEST}"))
         .chain(fixes.reinstalled.iter().map(|p| format!(" --reinstall-package {p}")))
         .collect();
@@ -320,9 +324,20 @@ pub fn repaired_recipe(
         let pairs: Vec<String> = fixes.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
         format!("ENV {}\n", pairs.join(" "))
     };
+    let (constraints_step, build_constraints) = if fixes.legacy_build_tools {
+        (
+            format!(
+                "RUN echo '{}' > /curate/build-constraints.txt\n",
+                super::repair::LEGACY_BUILD_SETUPTOOLS
+            ),
+            " --build-constraints /curate/build-constraints.txt",
+        )
+    } else {
+        (String::new(), "")
+    };
     let deps_dockerfile = format!(
         "FROM {tools_image}\n{env_step}{system_step}{backend_step}COPY requirements.txt /curate/requirements.txt\n\
-         RUN uv pip install --quiet --exclude-newer {pinned_to}{newest}{wheels_only} -r /curate/requirements.txt\n{import_path}"
+         {constraints_step}RUN uv pip install --quiet --exclude-newer {pinned_to}{newest}{wheels_only}{build_constraints} -r /curate/requirements.txt\n{import_path}"
     );
     let key =
         hex::encode(Sha256::digest(format!("{repo}\n{deps_dockerfile}\n{requirements_txt}").as_bytes()));
@@ -346,11 +361,12 @@ pub fn repaired_recipe(
     let install_script = format!(
         "# {instance} at {head}: Python {major}.{minor} (Debian {suite}), backend {}\n\
          {exports}{}python3 -m venv /opt/venv && pip install --upgrade uv setuptools\n{}\
-         uv pip install --exclude-newer {pinned_to}{newest}{wheels_only} -r requirements.txt\n\
+         {}uv pip install --exclude-newer {pinned_to}{newest}{wheels_only}{build_constraints} -r requirements.txt\n\
          {}\n",
         p.backend,
         system_step.trim_start_matches("RUN "),
         backend_step.trim_start_matches("RUN "),
+        constraints_step.trim_start_matches("RUN "),
         install_command.replace(" --quiet", ""),
     );
     let mut verify = Vec::new();
@@ -436,6 +452,32 @@ mod tests {
         assert_eq!(names(Some(">=3.12"), "2021-01-01T00:00:00Z"), ["trixie"]);
         assert_eq!(names(Some("^3.8"), "2023-06-01T00:00:00Z"), ["bookworm", "trixie", "bullseye"]);
         assert!(names(Some("==3.10.*"), "2023-06-01T00:00:00Z").is_empty());
+    }
+
+    #[test]
+    fn legacy_build_tools_bound_the_source_builds_of_dependencies_only() {
+        let p = Project {
+            backend: "setuptools".into(),
+            requirements: vec!["uwsgi".into()],
+            ..Project::default()
+        };
+        let pin = "2016-05-07T00:00:00Z";
+        let plain = repaired_recipe(&p, "o/r", "i", "abcdef", pin, None, &Fixes::default(), &[]).unwrap();
+        assert!(!plain.deps_dockerfile.contains("build-constraints"), "{}", plain.deps_dockerfile);
+        let mut fixes = Fixes::default();
+        fixes.add(&crate::environment::repair::Fix::LegacyBuildTools { because: String::new() });
+        let r = repaired_recipe(&p, "o/r", "i", "abcdef", pin, None, &fixes, &[]).unwrap();
+        assert!(
+            r.deps_dockerfile.contains("RUN echo 'setuptools>=40.8.0,<46' > /curate/build-constraints.txt\n"),
+            "{}",
+            r.deps_dockerfile
+        );
+        let install = r.deps_dockerfile.lines().last().unwrap();
+        assert!(install.contains("--exclude-newer 2016-05-07T00:00:00Z"), "{install}");
+        assert!(install.contains("--exclude-newer-package setuptools=2100-01-01T00:00:00Z"), "{install}");
+        assert!(install.contains("--build-constraints /curate/build-constraints.txt -r"), "{install}");
+        assert!(r.install_script.contains("build-constraints"), "{}", r.install_script);
+        assert_ne!(r.deps_image, plain.deps_image, "another layer");
     }
 
     #[test]

@@ -38,7 +38,17 @@ pub struct Fixes {
     /// checkout, not installed in editable mode.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub in_place: bool,
+    /// Dependencies built from source get a setuptools of the era of their `setup.py`
+    /// ([`LEGACY_BUILD_SETUPTOOLS`]): new enough for the installer's legacy build requirement,
+    /// old enough to have what such a `setup.py` imports. The project's own install is untouched.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub legacy_build_tools: bool,
 }
+
+/// The setuptools that builds a dependency's old `setup.py`: at least 40.8.0, which the installer
+/// asks for when a source distribution names no build backend, and before 46.0, which removed
+/// `setuptools.Feature` (`pkg_resources` went later still).
+pub const LEGACY_BUILD_SETUPTOOLS: &str = "setuptools>=40.8.0,<46";
 
 /// One change a rule proposes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -82,6 +92,10 @@ pub enum Fix {
     BuildInPlace {
         because: String,
     },
+    /// Dependencies' source builds get [`LEGACY_BUILD_SETUPTOOLS`].
+    LegacyBuildTools {
+        because: String,
+    },
 }
 
 impl Fixes {
@@ -111,6 +125,7 @@ impl Fixes {
                 new
             }
             Fix::BuildInPlace { .. } => !std::mem::replace(&mut self.in_place, true),
+            Fix::LegacyBuildTools { .. } => !std::mem::replace(&mut self.legacy_build_tools, true),
             Fix::Env { name, value, .. } => {
                 self.env.insert(name.clone(), value.clone()).as_ref() != Some(value)
             }
@@ -300,6 +315,29 @@ fn newer_than_pin(log: &str) -> Option<String> {
         let end = rest.find(['<', '>', '=', '!', '~', ' '])?;
         Some(rest[..end].trim().to_lowercase()).filter(|p| !p.is_empty())
     })
+}
+
+/// A dependency's source distribution whose build cannot get a setuptools that works for it: the
+/// installer's legacy build requirement (`setuptools>=40.8.0`) is newer than the pin's date, or
+/// today's setuptools lacks what an old `setup.py` imports (`pkg_resources`, `Feature`). Either
+/// way, builds get a setuptools of the `setup.py`'s era, and the rest keeps the pin's date; tried
+/// before moving the pin, which would not reach 2019 for a PR of 2016.
+pub fn legacy_build_tools(log: &str, so_far: &Fixes) -> Option<Fix> {
+    if so_far.legacy_build_tools {
+        return None;
+    }
+    let building = log.contains("Failed to build `") || log.contains("Failed to download and build `");
+    let why = if log.contains("No solution found when resolving: `setuptools>=40.8.0`") {
+        "a dependency's source build needs setuptools 40.8.0 or later, newer than the pin's date"
+    } else if building
+        && (log.contains("No module named 'pkg_resources'")
+            || log.contains("cannot import name 'Feature' from 'setuptools'"))
+    {
+        "a dependency's setup.py imports what today's setuptools no longer has"
+    } else {
+        return None;
+    };
+    Some(Fix::LegacyBuildTools { because: why.into() })
 }
 
 /// For a release newer than the pin's date that the project asks for: the spec took its form
@@ -617,6 +655,25 @@ mod tests {
         let log = "  File \"/opt/venv/lib/python3.11/site-packages/_pytest/assertion/rewrite.py\", line 168, in exec_module\n    exec(co, module.__dict__)\nTypeError: required field \"lineno\" missing from alias\n";
         let fix = diagnose(log, &[], &Fixes::default(), W);
         assert!(matches!(fix, Some(Fix::Unpin { ref package, .. }) if package == "pytest"), "{fix:?}");
+    }
+
+    #[test]
+    fn an_old_setup_py_of_a_dependency_gets_setuptools_of_its_era() {
+        // werkzeug 927 (2016): uwsgi's sdist names no backend, and 40.8.0 is after the pin.
+        let unsatisfiable = "error: Failed to download and build `uwsgi==2.0.12`\n  Caused by: Failed to resolve requirements from `setup.py` build\n  Caused by: No solution found when resolving: `setuptools>=40.8.0`\n";
+        let fix = legacy_build_tools(unsatisfiable, &Fixes::default());
+        assert!(matches!(fix, Some(Fix::LegacyBuildTools { .. })), "{fix:?}");
+        // Python-Markdown 672 (2018): markupsafe 1.0 imports `Feature`, gone from today's setuptools.
+        let feature = "error: Failed to build `markupsafe==1.0`\nImportError: cannot import name 'Feature' from 'setuptools' (/root/.cache/uv/builds-v0/x/setuptools/__init__.py)\n";
+        assert!(legacy_build_tools(feature, &Fixes::default()).is_some());
+        let pkg_resources = "error: Failed to build `cryptography==1.3.2`\nModuleNotFoundError: No module named 'pkg_resources'\n";
+        let mut so_far = Fixes::default();
+        let fix = legacy_build_tools(pkg_resources, &so_far).unwrap();
+        assert!(so_far.add(&fix) && so_far.legacy_build_tools);
+        assert_eq!(legacy_build_tools(pkg_resources, &so_far), None, "once is enough");
+        // The project's own import of pkg_resources is no build of a dependency.
+        let own = "ModuleNotFoundError: No module named 'pkg_resources'\n";
+        assert_eq!(legacy_build_tools(own, &Fixes::default()), None);
     }
 
     #[test]

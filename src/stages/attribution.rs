@@ -1,6 +1,7 @@
 //! `attribution`: per kept review comment, the changes of the fix (reviewed -> fixed) that answer it,
 //! so a test can be held to them. Position first: a single hunk of the fix in the commented file
-//! next to the commented lines is the answer. When there are several candidates (hunks next to the
+//! next to the commented lines is the answer, and so is the single one of several next to them that
+//! changes the commented lines themselves. When there are several candidates (hunks next to the
 //! comment, else the commented file's hunks, else the whole fix's), the model chooses among them,
 //! numbered, which is a task a small model does far better than writing; it may also answer that
 //! none does, and the comment is rejected for that. How the hunks were chosen is stored with them.
@@ -72,7 +73,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         unhashed: &["llm", "gold"],
         provides: Some(contract::Attribution::NAME),
         requires: vec![contract::CommentContext::NAME],
-        ..StageDef::new(stage, 1, Scope::Comment, Resource::Llm)
+        ..StageDef::new(stage, 2, Scope::Comment, Resource::Llm)
     })
 }
 
@@ -80,6 +81,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Candidates {
+    /// The one hunk, of several next to the commented lines, that changes those lines.
+    On,
     /// Hunks of the commented file next to the commented lines.
     Near,
     /// Every hunk of the commented file.
@@ -91,15 +94,17 @@ pub enum Candidates {
 /// The candidate hunks for a comment on `path`, lines `start..=end` of the reviewed file.
 pub fn candidates(all: &[Hunk], path: &str, start: u64, end: u64, near: u64) -> (Candidates, Vec<Hunk>) {
     let in_file: Vec<Hunk> = all.iter().filter(|h| h.old_path.as_deref() == Some(path)).cloned().collect();
-    let close: Vec<Hunk> = in_file
-        .iter()
-        .filter(|h| {
-            let (from, to) = h.changed_span();
-            from.saturating_sub(near) <= end && start <= to + near
-        })
-        .cloned()
-        .collect();
-    if !close.is_empty() {
+    let within = |h: &&Hunk, margin: u64| {
+        let (from, to) = h.changed_span();
+        from.saturating_sub(margin) <= end && start <= to + margin
+    };
+    let close: Vec<Hunk> = in_file.iter().filter(|h| within(h, near)).cloned().collect();
+    // Of several changes next to the comment, the one on its own lines is the answer (a `raise`
+    // the comment is on, not the annotation two lines above it).
+    let on: Vec<&Hunk> = close.iter().filter(|h| within(h, 0)).collect();
+    if close.len() > 1 && on.len() == 1 {
+        (Candidates::On, vec![on[0].clone()])
+    } else if !close.is_empty() {
         (Candidates::Near, close)
     } else if !in_file.is_empty() {
         (Candidates::File, in_file)
@@ -182,6 +187,7 @@ impl Attribution {
             candidates(&all, &context.path, context.start_line, context.end_line, self.near);
         if found.len() == 1 {
             let how = match among {
+                Candidates::On => "position, on the commented lines",
                 Candidates::Near => "position",
                 Candidates::File => "the only change in the file",
                 Candidates::Fix => "the only change of the fix",
@@ -270,6 +276,20 @@ mod tests {
         assert_eq!((among, file.len()), (Candidates::File, 2));
         let (among, fix) = candidates(&all, "c.py", 1, 1, 3);
         assert_eq!((among, fix.len()), (Candidates::Fix, 3));
+    }
+
+    #[test]
+    fn of_several_changes_next_to_the_comment_the_one_on_its_line_is_chosen() {
+        // An annotation changed at 338 and the `raise` the comment is on at 341.
+        let all = vec![hunk("a.py", 338, &[338], &[358], 0), hunk("a.py", 341, &[341], &[361], 0)];
+        let (among, chosen) = candidates(&all, "a.py", 341, 341, 3);
+        assert_eq!((among, chosen.len(), chosen[0].old_start), (Candidates::On, 1, 341));
+        // A comment between them is on neither: the model chooses among both.
+        let (among, near) = candidates(&all, "a.py", 339, 340, 3);
+        assert_eq!((among, near.len()), (Candidates::Near, 2));
+        // One spanning both lines is on both: the model again.
+        let (among, near) = candidates(&all, "a.py", 338, 341, 3);
+        assert_eq!((among, near.len()), (Candidates::Near, 2));
     }
 
     #[test]
