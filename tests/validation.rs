@@ -87,10 +87,15 @@ fn an_agent_guided_by_the_comment_must_make_the_hidden_test_pass() {
         let hidden = ["test_fractions_are_rounded", "test_docstring"];
         assert!(!hidden.iter().any(|t| first_user.contains(t)), "the agent never sees the test");
         let attempt = body["seed"].as_i64().unwrap() - 6;
+        // The second attempt is sampled at the resample temperature; without it, it would repeat
+        // the first answer.
+        let resampled = (body["temperature"].as_f64().unwrap_or(0.0) - 0.8).abs() < 1e-6;
+        assert_eq!(resampled, attempt > 1, "only attempts after the first are resampled");
         Reply::Answer(match (c, attempt, step) {
             (0, _, _) => ROUNDING_EDIT.into(),
             (2, 1, _) => "The code looks fine to me.".into(),
-            (2, _, 0) => MISSING_EDIT.into(),
+            (2, _, 0) if resampled => MISSING_EDIT.into(),
+            (2, _, 0) => "The code looks fine to me.".into(),
             (2, _, _) => HALF_DOC_EDIT.into(),
             _ => "nothing".into(),
         })
@@ -117,6 +122,7 @@ fn an_agent_guided_by_the_comment_must_make_the_hidden_test_pass() {
       prompt: {{prompts}}/agent.md
       feedback_prompt: {{prompts}}/agent_feedback.md
       max_steps: 2
+      resample_temperature: 0.8
   - id: by_command
     kind: agent_validation
     needs: [tests, context, environment]

@@ -28,6 +28,8 @@ pub struct BuiltinAgent {
     feedback: Template,
     max_steps: u32,
     mode: Mode,
+    /// The temperature of attempts after the first, when set.
+    resample_temperature: Option<f32>,
 }
 
 impl BuiltinAgent {
@@ -53,17 +55,27 @@ impl BuiltinAgent {
             feedback: ctx.template("agent.feedback_prompt", feedback, &["errors"])?,
             max_steps,
             mode,
+            resample_temperature: None,
         })
+    }
+
+    /// Attempts after the first sampled at `temperature` (none: every attempt at the model's own).
+    pub fn resampled_at(self, temperature: Option<f32>) -> BuiltinAgent {
+        BuiltinAgent { resample_temperature: temperature, ..self }
     }
 
     pub fn fingerprint(&self) -> Value {
         self.llm.settings.fingerprint()
     }
 
-    /// A request for `messages`; another attempt samples differently, the first with the configured seed.
+    /// A request for `messages`; another attempt samples differently, the first with the configured
+    /// seed and temperature.
     fn request(&self, messages: Vec<Message>, attempt: u32) -> crate::llm::ChatRequest {
         let mut request = self.llm.request(messages);
         request.seed = request.seed.map(|s| s + i64::from(attempt) - 1);
+        if let Some(t) = self.resample_temperature.filter(|_| attempt > 1) {
+            request.temperature = t;
+        }
         request
     }
 

@@ -150,6 +150,11 @@ pub enum AgentConfig {
         /// `edits` (the default) or `rewrite`.
         #[serde(default)]
         mode: Mode,
+        /// The temperature of every attempt after the first (the first keeps the model's own):
+        /// at temperature 0 another seed gives the same answer, so a second attempt would only
+        /// repeat the first.
+        #[serde(default)]
+        resample_temperature: Option<f32>,
         #[serde(default)]
         llm: Box<LlmSpec>,
     },
@@ -180,12 +185,19 @@ pub struct BuiltAgent {
 impl AgentConfig {
     pub fn build(&self, ctx: &StageContext) -> Result<BuiltAgent, ConfigError> {
         match self {
-            AgentConfig::Builtin { prompt, feedback_prompt, max_steps, mode, llm } => {
-                let agent = builtin::BuiltinAgent::new(ctx, prompt, feedback_prompt, *max_steps, *mode, llm)?;
+            AgentConfig::Builtin { prompt, feedback_prompt, max_steps, mode, resample_temperature, llm } => {
+                if resample_temperature.is_some_and(|t| !(0.0..=2.0).contains(&t)) {
+                    return Err(ConfigError::new("agent.resample_temperature", "must be between 0 and 2"));
+                }
+                let agent = builtin::BuiltinAgent::new(ctx, prompt, feedback_prompt, *max_steps, *mode, llm)?
+                    .resampled_at(*resample_temperature);
                 let mut fingerprint = agent.fingerprint();
-                // Only when not the default, so keys made before modes existed stay valid.
+                // Only when not the default, so keys made before these settings stay valid.
                 if *mode == Mode::Rewrite {
                     fingerprint["mode"] = serde_json::json!("rewrite");
+                }
+                if let Some(t) = resample_temperature {
+                    fingerprint["resample_temperature"] = serde_json::json!(t);
                 }
                 Ok(BuiltAgent {
                     agent: Arc::new(agent),
