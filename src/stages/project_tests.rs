@@ -1,6 +1,7 @@
-//! `project_tests`: per PR, the project's own test modules that the fix changes (between the
-//! reviewed and the fixed commit) and those named after a module it changes, run in the PR's image on the reviewed code with the fixed
-//! commit's test side put in, and on the fixed code, the way SWE-bench computes its lists:
+//! `project_tests`: per PR, the project's own test modules and test data files that the fix
+//! changes (between the reviewed and the fixed commit) and the modules named after a module it
+//! changes, run in the PR's image on the reviewed code with the fixed commit's test side put in,
+//! and on the fixed code, the way SWE-bench computes its lists:
 //! `fail_to_pass`, the nodes that fail on the first and pass on the second (candidates for the
 //! comments' tests, judged by `test_synthesis` with `from_project_tests`), and `pass_to_pass`, those
 //! that pass on both (what a revision must not break: `agent_validation`'s regression check).
@@ -26,7 +27,7 @@ use crate::exec::hosts::Hosts;
 use crate::exec::testrun::{TestRun, project_outcomes};
 use crate::repo::{Mirrors, working_files};
 use crate::synthesis::judge::run_record;
-use crate::synthesis::project::{self, changed_paths, is_test_module, is_test_side};
+use crate::synthesis::project::{self, changed_paths, is_test_side};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -68,7 +69,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         side_effects: true,
         provides: Some(ProjectTests::NAME),
         requires: vec![contract::Environment::NAME],
-        ..StageDef::new(stage, 1, Scope::Pr, Resource::Docker)
+        // 2: the fix's changed data files of the tests are run too.
+        ..StageDef::new(stage, 2, Scope::Pr, Resource::Docker)
     })
 }
 
@@ -111,13 +113,8 @@ impl Stage {
         if named.is_empty() {
             named = importing_tests(&patch, &listing, &|p: &str| std::fs::read_to_string(fixed.join(p)).ok());
         }
-        let changed = test_paths.iter().filter(|p| is_test_module(p) && fixed.join(p).is_file());
-        let mut modules: Vec<String> = Vec::new();
-        for path in changed.chain(named.iter()) {
-            if !modules.contains(path) && modules.len() < self.max_modules {
-                modules.push(path.clone());
-            }
-        }
+        let modules =
+            project::paths_to_run(&test_paths, &named, |p| fixed.join(p).is_file(), self.max_modules);
         let mut record = Record {
             tests: ProjectTests { test_paths, fail_to_pass: Vec::new(), pass_to_pass: Vec::new() },
             modules,

@@ -25,6 +25,29 @@ pub fn is_test_module(path: &str) -> bool {
     name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py"))
 }
 
+/// What pytest is given to run a fix's tests, at most `max`, in order: the test modules among the
+/// fix's changed test side `test_paths` that exist on the fixed side, the modules `named` after a
+/// changed module, then the changed test data files. A case the fix adds to a data file
+/// (`tests/snippets/toml/case.txt`) runs by naming the file: a conftest that collects such files
+/// makes it a test, and pytest passes over a file nothing collects. Helpers (`conftest.py`,
+/// `tests/base.py`) are no tests of their own.
+pub fn paths_to_run(
+    test_paths: &[String],
+    named: &[String],
+    exists: impl Fn(&str) -> bool,
+    max: usize,
+) -> Vec<String> {
+    let modules = test_paths.iter().filter(|p| is_test_module(p) && exists(p));
+    let data = test_paths.iter().filter(|p| !p.ends_with(".py") && exists(p));
+    let mut paths: Vec<String> = Vec::new();
+    for path in modules.chain(named).chain(data) {
+        if !paths.contains(path) && paths.len() < max {
+            paths.push(path.clone());
+        }
+    }
+    paths
+}
+
 /// The test module a pytest node id names (`tests/test_a.py` of `tests/test_a.py::T::test_b[1]`).
 pub fn module_of_node(node: &str) -> &str {
     node.split("::").next().unwrap_or(node)
@@ -157,6 +180,26 @@ mod tests {
             assert!(!is_test_side(p), "{p}");
         }
         assert!(is_test_module("tests/test_a.py") && !is_test_module("tests/data/case.toml"));
+    }
+
+    #[test]
+    fn a_fixs_test_modules_and_data_files_run_then_the_modules_named_after_its_changes() {
+        let changed: Vec<String> = [
+            "tests/conftest.py",
+            "tests/base.py",
+            "tests/snippets/toml/bool-comment.txt",
+            "tests/test_lexer.py",
+            "tests/examplefiles/gone.cmake",
+        ]
+        .map(String::from)
+        .to_vec();
+        let named = vec!["tests/test_api.py".to_string(), "tests/test_lexer.py".to_string()];
+        let exists = |p: &str| p != "tests/examplefiles/gone.cmake";
+        assert_eq!(
+            paths_to_run(&changed, &named, exists, 8),
+            ["tests/test_lexer.py", "tests/test_api.py", "tests/snippets/toml/bool-comment.txt"]
+        );
+        assert_eq!(paths_to_run(&changed, &named, exists, 1), ["tests/test_lexer.py"]);
     }
 
     #[test]
