@@ -195,6 +195,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     // partial revert. 9: observed behaviour in the prompt. 10: a missing `import pytest` is added;
     // candidates; the probe's test for an observed call last (`from_observed`). 11: the project's
     // tests first (`from_project_tests`); a missed test with several checks judged one at a time.
+    // 12: an answer with an earlier answer's code is a repeat; a function whose set-up failed on
+    // the fixed side is not split.
     Ok(StageDef {
         side_effects: true,
         files: vec![
@@ -209,7 +211,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
             .into_iter()
             .chain(config.from_project_tests.then_some(contract::ProjectTests::NAME))
             .collect(),
-        ..StageDef::new(stage, 11, Scope::Comment, Resource::Llm)
+        ..StageDef::new(stage, 12, Scope::Comment, Resource::Llm)
     })
 }
 
@@ -594,7 +596,7 @@ impl Synthesis {
                 break;
             }
             let extra = self.candidate(asked, attempt, k, input).await?;
-            let mut j = if answers.contains(&extra.text) {
+            let mut j = if repeats(&extra.text, answers) {
                 let miss =
                     Miss { reason: reasons::REPEAT, problem: "the same answer as an earlier one.".into() };
                 Judged::unrun(json!({"answer": extra.text}), miss)
@@ -640,7 +642,7 @@ impl Synthesis {
         let request = self.llm.request(messages.to_vec());
         let (answer, _) = self.llm.chat(&request).await.map_err(TaskError::infra)?;
         input.meter.add(answer.usage.into());
-        if !earlier.contains(&answer.text) {
+        if !repeats(&answer.text, earlier) {
             return Ok(answer);
         }
         let resampled = crate::llm::ChatRequest {
@@ -652,6 +654,14 @@ impl Synthesis {
         input.meter.add(answer.usage.into());
         Ok(answer)
     }
+}
+
+/// Whether `text` sends back an earlier answer's test: the same words, or the same code whatever
+/// is said around it (a small model often wraps the test it sent before in a new sentence).
+fn repeats(text: &str, earlier: &[String]) -> bool {
+    let code = |t: &str| test_code(t, false).ok();
+    let this = code(text);
+    earlier.iter().any(|e| e == text || (this.is_some() && code(e) == this))
 }
 
 /// Judges one answer of the model: its test read, then judged. The record is the attempt's,
@@ -684,6 +694,20 @@ mod tests {
 
     use super::*;
     use crate::engine::item::Item;
+
+    #[test]
+    fn an_answer_with_an_earlier_test_in_new_words_is_a_repeat() {
+        let first = "Here is the test:\n```python\ndef test_a():\n    assert f() == 1\n```".to_string();
+        let again = "I fixed it:\n```python\ndef test_a():\n    assert f() == 1\n```\nThis should pass.";
+        let other = "```python\ndef test_a():\n    assert f() == 2\n```";
+        assert!(repeats(again, std::slice::from_ref(&first)));
+        assert!(!repeats(other, std::slice::from_ref(&first)));
+        assert!(repeats("no code at all", &["no code at all".to_string()]));
+        assert!(
+            !repeats("no code at all", &["nothing either".to_string()]),
+            "two answers without a test differ"
+        );
+    }
 
     #[tokio::test]
     async fn a_fixed_commit_the_mirror_lacks_is_a_rejection_not_an_error_to_retry() {

@@ -214,7 +214,8 @@ impl Judge<'_> {
     ) -> Result<Vec<Judged>, JudgeError> {
         let fixed_failed = matches!(&missed.outcome, Err(m) if m.reason == reasons::FAILED_BOTH || m.reason == reasons::INVERTED);
         let code = missed.record["code"].as_str().filter(|_| fixed_failed);
-        let variants = code.map(split::one_check_each).unwrap_or_default();
+        let failed_at = missed.runs.as_ref().and_then(|(_, fixed)| split::failed_line(&fixed.output, name));
+        let variants = code.map(|c| split::one_check_each_past(c, failed_at)).unwrap_or_default();
         let mut out: Vec<Judged> = Vec::new();
         for (k, variant) in variants.iter().enumerate().take(max) {
             let mut j = self.file(name, variant.clone()).await?;

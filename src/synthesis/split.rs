@@ -97,13 +97,29 @@ fn functions(lines: &[&str]) -> Vec<Function> {
 /// The test files `code` splits into, one per check, when it has two checks or more; none
 /// otherwise. Blank lines left at a removed check's place are dropped with it.
 pub fn one_check_each(code: &str) -> Vec<String> {
+    one_check_each_past(code, None)
+}
+
+/// As [`one_check_each`], when the fixed side failed at line `failed_at` (from 1) of `code`:
+/// a function that failed there before its first check (its set-up raised) fails the same way
+/// whatever check it keeps, so none of its variants is made.
+pub fn one_check_each_past(code: &str, failed_at: Option<usize>) -> Vec<String> {
     let lines: Vec<&str> = code.lines().collect();
     let functions = functions(&lines);
     if functions.iter().map(|f| f.checks.len()).sum::<usize>() < 2 {
         return Vec::new();
     }
+    let in_set_up = |f: &Function| {
+        failed_at.is_some_and(|n| {
+            let first_check = f.checks.first().map_or(f.end, |c| c.0);
+            (f.start..first_check).contains(&(n.saturating_sub(1)))
+        })
+    };
     let mut out = Vec::new();
     for (fi, f) in functions.iter().enumerate() {
+        if in_set_up(f) {
+            continue;
+        }
         for (ci, _) in f.checks.iter().enumerate() {
             let mut text = String::new();
             let mut n = 0;
@@ -128,9 +144,35 @@ pub fn one_check_each(code: &str) -> Vec<String> {
     out
 }
 
+/// The line (from 1) of the test file `name` at which a pytest run's output says it failed: the
+/// first traceback entry in it (`/curate-test/test_x.py:10: AttributeError`).
+pub fn failed_line(output: &str, name: &str) -> Option<usize> {
+    let marker = format!("{name}:");
+    output.lines().find_map(|l| {
+        let rest = &l[l.find(&marker)? + marker.len()..];
+        let (n, after) = rest.split_once(':')?;
+        (after.starts_with(' ') || after.is_empty()).then(|| n.parse().ok()).flatten()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_function_whose_set_up_failed_is_not_split() {
+        let code = "from pkg import Project\n\ndef test_sources():\n    project = Project(core=Core())\n    assert len(project.sources) == 1\n    assert project.sources[0].name == 'pypi'\n\ndef test_other():\n    assert f(1) == 2\n    assert f(2) == 3\n";
+        assert_eq!(one_check_each(code).len(), 4);
+        let output = "    def test_sources():\n>       project = Project(core=Core())\nE       NameError: name 'Core' is not defined\n\n/curate-test/test_c.py:4: NameError\nFAILED ../curate-test/test_c.py::test_sources - NameError\n";
+        let at = failed_line(output, "test_c.py");
+        assert_eq!(at, Some(4));
+        let past = one_check_each_past(code, at);
+        assert_eq!(past.len(), 2, "only test_other's checks: {past:?}");
+        assert!(past.iter().all(|v| v.contains("def test_other") && !v.contains("def test_sources")));
+        // A failure at a check is no set-up failure: every variant is made.
+        assert_eq!(one_check_each_past(code, Some(6)).len(), 4);
+        assert_eq!(failed_line("FAILED ../curate-test/test_c.py::test_sources", "test_c.py"), None);
+    }
 
     const FIVE: &str = "import pytest\nfrom m import f\n\n\ndef test_f():\n    x = f(1)\n    assert x == 2\n    assert f(\n        [1],\n    ) is False\n    with pytest.raises(ValueError):\n        f(None)\n    assert f(0) == 0\n\n\n@pytest.mark.parametrize(\"v\", [1])\ndef test_g(v):\n    assert f(v)\n";
 
