@@ -34,10 +34,71 @@ impl Hunk {
         }
     }
 
+    /// Whether a changed line of it does something when the code runs: not only blank lines,
+    /// comments, imports, docstrings, decorators and `def`/`class` headers with their parameter
+    /// lines (a changed annotation or docstring is no change of behaviour a test can reach).
+    /// `old` and `new` are the file's text on each side, read whole so that a docstring that
+    /// opens before the hunk is known as one.
+    pub fn changes_behaviour(&self, old: &str, new: &str) -> bool {
+        let (old, new) = (declarative_lines(old), declarative_lines(new));
+        let does = |map: &[bool], n: u64| !map.get((n as usize).wrapping_sub(1)).copied().unwrap_or(false);
+        self.removed.iter().any(|(n, _)| does(&old, *n)) || self.added.iter().any(|(n, _)| does(&new, *n))
+    }
+
     /// The path it is known by: the new side's, or the old side's for a deletion.
     pub fn path(&self) -> &str {
         self.new_path.as_deref().or(self.old_path.as_deref()).unwrap_or("")
     }
+}
+
+/// Per line of `source` (from 0), whether it declares rather than does (see [`declarative_line`]),
+/// docstrings and other string-only lines included: read by lines, counting triple quotes.
+pub fn declarative_lines(source: &str) -> Vec<bool> {
+    // Inside a triple-quoted string: `Some(true)` for a docstring (the string is all its first
+    // line holds), `Some(false)` for a string that code assigns or passes, a value a test sees.
+    let mut open: Option<bool> = None;
+    source
+        .lines()
+        .map(|line| {
+            let t = line.trim();
+            let quotes = t.matches("\"\"\"").count() + t.matches("'''").count();
+            let bare = ["\"\"\"", "'''", "r\"\"\"", "r'''"].iter().any(|q| t.starts_with(q));
+            let declarative = match open {
+                Some(doc) => doc,
+                None => (quotes > 0 && bare) || declarative_line(t),
+            };
+            if quotes % 2 == 1 {
+                open = match open {
+                    Some(_) => None,
+                    None => Some(bare),
+                };
+            }
+            declarative
+        })
+        .collect()
+}
+
+/// A line that declares rather than does: blank, a comment, an import, a decorator, a `def` or
+/// `class` header, a parameter line of a signature (`name: Type,`, `self,`) or its close (`) -> T:`).
+fn declarative_line(t: &str) -> bool {
+    let starts = |p: &str| t.starts_with(p);
+    if t.is_empty() || starts("#") || starts("@") || starts("import ") || starts("from ") {
+        return true;
+    }
+    if starts("def ") || starts("async def ") || starts("class ") {
+        return true;
+    }
+    if starts(")") && t.ends_with(':') {
+        return true;
+    }
+    // A parameter: a name, maybe starred, with an annotation and no default call or operator.
+    let param = t.trim_end_matches(',').trim_start_matches('*');
+    let (name, annotation) = param.split_once(':').unwrap_or((param, ""));
+    t.ends_with(',')
+        && !name.is_empty()
+        && name.trim().chars().all(|c| c.is_alphanumeric() || c == '_')
+        && !annotation.contains('=')
+        && !annotation.contains('(')
 }
 
 fn side_path(line: &str, prefix: &str) -> Option<String> {

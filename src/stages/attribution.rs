@@ -1,7 +1,7 @@
 //! `attribution`: per kept review comment, the changes of the fix (reviewed -> fixed) that answer it,
 //! so a test can be held to them. Position first: a single hunk of the fix in the commented file
 //! next to the commented lines is the answer, and so is the single one of several next to them that
-//! changes the commented lines themselves. When there are several candidates (hunks next to the
+//! changes behaviour (not only an annotation or a docstring). When there are several candidates (hunks next to the
 //! comment, else the commented file's hunks, else the whole fix's), the model chooses among them,
 //! numbered, which is a task a small model does far better than writing; it may also answer that
 //! none does, and the comment is rejected for that. How the hunks were chosen is stored with them.
@@ -73,7 +73,9 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         unhashed: &["llm", "gold"],
         provides: Some(contract::Attribution::NAME),
         requires: vec![contract::CommentContext::NAME],
-        ..StageDef::new(stage, 2, Scope::Comment, Resource::Llm)
+        // 2: of several changes next to the comment, the one on its lines; 4: the only one that
+        // changes behaviour, docstrings read from the whole file.
+        ..StageDef::new(stage, 4, Scope::Comment, Resource::Llm)
     })
 }
 
@@ -81,8 +83,9 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Candidates {
-    /// The one hunk, of several next to the commented lines, that changes those lines.
-    On,
+    /// The one hunk, of several next to the commented lines, that changes behaviour (the others
+    /// change only annotations, docstrings, comments or imports).
+    Behaviour,
     /// Hunks of the commented file next to the commented lines.
     Near,
     /// Every hunk of the commented file.
@@ -91,19 +94,26 @@ pub enum Candidates {
     Fix,
 }
 
-/// The candidate hunks for a comment on `path`, lines `start..=end` of the reviewed file.
-pub fn candidates(all: &[Hunk], path: &str, start: u64, end: u64, near: u64) -> (Candidates, Vec<Hunk>) {
+/// The candidate hunks for a comment on `path`, lines `start..=end` of the reviewed file;
+/// `behaves` tells a hunk that changes behaviour from one that only declares.
+pub fn candidates(
+    all: &[Hunk],
+    (path, start, end): (&str, u64, u64),
+    near: u64,
+    behaves: impl Fn(&Hunk) -> bool,
+) -> (Candidates, Vec<Hunk>) {
     let in_file: Vec<Hunk> = all.iter().filter(|h| h.old_path.as_deref() == Some(path)).cloned().collect();
     let within = |h: &&Hunk, margin: u64| {
         let (from, to) = h.changed_span();
         from.saturating_sub(margin) <= end && start <= to + margin
     };
-    let close: Vec<Hunk> = in_file.iter().filter(|h| within(h, near)).cloned().collect();
-    // Of several changes next to the comment, the one on its own lines is the answer (a `raise`
-    // the comment is on, not the annotation two lines above it).
-    let on: Vec<&Hunk> = close.iter().filter(|h| within(h, 0)).collect();
-    if close.len() > 1 && on.len() == 1 {
-        (Candidates::On, vec![on[0].clone()])
+    let within = |h: &&Hunk| within(h, near);
+    let close: Vec<Hunk> = in_file.iter().filter(within).cloned().collect();
+    // Of several changes next to the comment, the only one that changes behaviour is the answer
+    // (the `raise` the comment is on, not the annotation two lines above it).
+    let behaving: Vec<&Hunk> = close.iter().filter(|h| behaves(h)).collect();
+    if close.len() > 1 && behaving.len() == 1 {
+        (Candidates::Behaviour, vec![behaving[0].clone()])
     } else if !close.is_empty() {
         (Candidates::Near, close)
     } else if !in_file.is_empty() {
@@ -173,9 +183,13 @@ impl Attribution {
             return Err(TaskError::reject("the PR has no fixed commit"));
         };
         let (mirrors, repo, head) = (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone());
-        let diff = tokio::task::spawn_blocking(move || {
+        let path = context.path.clone();
+        let (diff, old, new) = tokio::task::spawn_blocking(move || {
             let mirror = mirrors.open(&repo, &[&head, &fixed])?;
-            mirror.diff(&head, &fixed)
+            let text = |commit: &str| -> Result<Option<String>, crate::repo::RepoError> {
+                Ok(mirror.file_at(commit, &path)?.map(|b| String::from_utf8_lossy(&b).into_owned()))
+            };
+            Ok::<_, crate::repo::RepoError>((mirror.diff(&head, &fixed)?, text(&head)?, text(&fixed)?))
         })
         .await
         .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))??;
@@ -183,11 +197,16 @@ impl Attribution {
         if all.is_empty() {
             return Err(TaskError::reject("the fix changes no lines"));
         }
-        let (among, mut found) =
-            candidates(&all, &context.path, context.start_line, context.end_line, self.near);
+        // Without both sides of the commented file (a rename), every change counts as behaviour.
+        let behaves = |h: &Hunk| match (&old, &new) {
+            (Some(old), Some(new)) => h.changes_behaviour(old, new),
+            _ => true,
+        };
+        let span = (context.path.as_str(), context.start_line, context.end_line);
+        let (among, mut found) = candidates(&all, span, self.near, behaves);
         if found.len() == 1 {
             let how = match among {
-                Candidates::On => "position, on the commented lines",
+                Candidates::Behaviour => "position, the only change of behaviour next to it",
                 Candidates::Near => "position",
                 Candidates::File => "the only change in the file",
                 Candidates::Fix => "the only change of the fix",
@@ -270,26 +289,73 @@ mod tests {
             hunk("a.py", 40, &[41], &[41], 1),
             hunk("b.py", 5, &[], &[6], 1),
         ];
-        let (among, near) = candidates(&all, "a.py", 13, 13, 3);
+        let (among, near) = candidates(&all, ("a.py", 13, 13), 3, |_| true);
         assert_eq!((among, near.len(), near[0].old_start), (Candidates::Near, 1, 10));
-        let (among, file) = candidates(&all, "a.py", 25, 25, 3);
+        let (among, file) = candidates(&all, ("a.py", 25, 25), 3, |_| true);
         assert_eq!((among, file.len()), (Candidates::File, 2));
-        let (among, fix) = candidates(&all, "c.py", 1, 1, 3);
+        let (among, fix) = candidates(&all, ("c.py", 1, 1), 3, |_| true);
         assert_eq!((among, fix.len()), (Candidates::Fix, 3));
     }
 
+    /// A hunk that removes lines `old` of the old file and adds lines `new` of the new one.
+    fn change(old: &[(u64, &str)], new: &[(u64, &str)]) -> Hunk {
+        let own = |lines: &[(u64, &str)]| lines.iter().map(|(n, t)| (*n, t.to_string())).collect();
+        let text: String = old
+            .iter()
+            .map(|(_, t)| format!("-{t}\n"))
+            .chain(new.iter().map(|(_, t)| format!("+{t}\n")))
+            .collect();
+        Hunk {
+            old_path: Some("a.py".into()),
+            new_path: Some("a.py".into()),
+            old_start: old.first().map_or(0, |l| l.0),
+            new_start: new.first().map_or(0, |l| l.0),
+            removed: own(old),
+            added: own(new),
+            text,
+        }
+    }
+
+    const PLUGGY_OLD: &str = "class C:\n    def set_spec(\n        self,\n        opts: \"_Opts\",\n    ) -> None:\n        if self.spec is not None:\n            raise RuntimeError(\n                \"already\"\n            )\n";
+
     #[test]
-    fn of_several_changes_next_to_the_comment_the_one_on_its_line_is_chosen() {
-        // An annotation changed at 338 and the `raise` the comment is on at 341.
-        let all = vec![hunk("a.py", 338, &[338], &[358], 0), hunk("a.py", 341, &[341], &[361], 0)];
-        let (among, chosen) = candidates(&all, "a.py", 341, 341, 3);
-        assert_eq!((among, chosen.len(), chosen[0].old_start), (Candidates::On, 1, 341));
-        // A comment between them is on neither: the model chooses among both.
-        let (among, near) = candidates(&all, "a.py", 339, 340, 3);
+    fn of_several_changes_next_to_the_comment_the_only_one_of_behaviour_is_chosen() {
+        // pluggy 379: an annotation changed at 4 and the `raise` the comment is on at 7.
+        let new = PLUGGY_OLD.replace("\"_Opts\"", "_Opts").replace("RuntimeError", "ValueError");
+        let annotation = change(&[(4, "        opts: \"_Opts\",")], &[(4, "        opts: _Opts,")]);
+        let raise =
+            change(&[(7, "            raise RuntimeError(")], &[(7, "            raise ValueError(")]);
+        assert!(!annotation.changes_behaviour(PLUGGY_OLD, &new) && raise.changes_behaviour(PLUGGY_OLD, &new));
+        let behaves = |h: &Hunk| h.changes_behaviour(PLUGGY_OLD, &new);
+        let all = vec![annotation, raise.clone()];
+        let (among, chosen) = candidates(&all, ("a.py", 7, 7), 3, behaves);
+        assert_eq!((among, chosen), (Candidates::Behaviour, vec![raise]));
+        // Both changing behaviour: the model chooses.
+        let (among, near) = candidates(&all, ("a.py", 7, 7), 3, |_| true);
         assert_eq!((among, near.len()), (Candidates::Near, 2));
-        // One spanning both lines is on both: the model again.
-        let (among, near) = candidates(&all, "a.py", 338, 341, 3);
-        assert_eq!((among, near.len()), (Candidates::Near, 2));
+    }
+
+    #[test]
+    fn a_docstring_is_known_by_the_whole_file_not_by_the_hunk() {
+        let old = "def slug(t, n=None):\n    \"\"\"Make a slug.\n\n    Cut to n\n    characters.\n    \"\"\"\n    s = t.lower()\n    return s[:n]\n";
+        let new = "def slug(t, n=None):\n    \"\"\"Make a slug.\n\n    Cut to n\n    characters, and a dangling\n    separator is removed.\n    \"\"\"\n    if n is not None and n < 1:\n        raise ValueError(n)\n    s = t.lower()\n    return s[:n]\n";
+        // The docstring opened before the hunk: its lines declare; the guard after it does.
+        let doc = change(
+            &[(5, "    characters.")],
+            &[(5, "    characters, and a dangling"), (6, "    separator is removed.")],
+        );
+        assert!(!doc.changes_behaviour(old, new));
+        let guard =
+            change(&[], &[(8, "    if n is not None and n < 1:"), (9, "        raise ValueError(n)")]);
+        assert!(guard.changes_behaviour(old, new));
+    }
+
+    #[test]
+    fn declarations_comments_and_docstrings_declare_and_strings_of_code_do() {
+        let source = "from typing import Sequence\n# a note\n@cached\ndef f(\n    x: int,\n    *rest: str,\n) -> int:\n    \"\"\"Doc.\"\"\"\n    query = \"\"\"\n    SELECT 1\n    \"\"\"\n    return x\n    timeout=5,\n";
+        let lines = hunks::declarative_lines(source);
+        let declared: Vec<usize> = (0..lines.len()).filter(|i| lines[*i]).map(|i| i + 1).collect();
+        assert_eq!(declared, [1, 2, 3, 4, 5, 6, 7, 8], "{lines:?}");
     }
 
     #[test]
