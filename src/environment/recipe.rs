@@ -342,7 +342,12 @@ pub fn repaired_recipe(
     let key =
         hex::encode(Sha256::digest(format!("{repo}\n{deps_dockerfile}\n{requirements_txt}").as_bytes()));
     let deps_image = format!("curate-deps/{}:{}", tag_part(repo), &key[..16]);
-    let target = if p.extras.is_empty() { ".".to_string() } else { format!(".[{}]", p.extras.join(",")) };
+    let extras: BTreeSet<&String> = p.extras.iter().chain(&fixes.extras).collect();
+    let target = if extras.is_empty() {
+        ".".to_string()
+    } else {
+        format!(".[{}]", extras.into_iter().map(String::as_str).collect::<Vec<_>>().join(","))
+    };
     // setuptools-scm and hatch-vcs read the version from git; the checkout's history stays behind.
     let version_env = version.map(|v| format!("SETUPTOOLS_SCM_PRETEND_VERSION={v} ")).unwrap_or_default();
     let install_command = if fixes.in_place {
@@ -540,6 +545,21 @@ mod tests {
         let tools = Project { build_requires: vec!["setuptools".into(), "wheel".into()], ..p };
         let t = recipe(&tools, "o/r", "i", "abcdef", "2023-03-01T00:00:00Z").unwrap();
         assert!(t.deps_dockerfile.contains("RUN uv pip install --quiet setuptools wheel\n"));
+    }
+
+    #[test]
+    fn an_extra_a_repair_names_is_installed_with_the_project() {
+        let p = Project {
+            name: Some("httpkit".into()),
+            backend: "setuptools".into(),
+            extras: vec!["test".into()],
+            needs_build: Some("compiled extensions".into()),
+            ..Project::default()
+        };
+        let mut fixes = Fixes::default();
+        fixes.add(&crate::environment::repair::Fix::Extra { extra: "socks".into(), because: String::new() });
+        let r = repaired_recipe(&p, "o/r", "i", "abcdef", "2024-01-01T00:00:00Z", None, &fixes, &[]).unwrap();
+        assert!(r.instance_dockerfile.contains("-e \".[socks,test]\""), "{}", r.instance_dockerfile);
     }
 
     #[test]

@@ -43,6 +43,9 @@ pub struct Fixes {
     /// old enough to have what such a `setup.py` imports. The project's own install is untouched.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub legacy_build_tools: bool,
+    /// Extras of the project itself installed with it (`.[extra]`), named by an error.
+    #[serde(skip_serializing_if = "BTreeSet::is_empty")]
+    pub extras: BTreeSet<String>,
 }
 
 /// The setuptools that builds a dependency's old `setup.py`: at least 40.8.0, which the installer
@@ -96,6 +99,11 @@ pub enum Fix {
     LegacyBuildTools {
         because: String,
     },
+    /// An extra of the project itself, installed with it.
+    Extra {
+        extra: String,
+        because: String,
+    },
 }
 
 impl Fixes {
@@ -126,6 +134,7 @@ impl Fixes {
             }
             Fix::BuildInPlace { .. } => !std::mem::replace(&mut self.in_place, true),
             Fix::LegacyBuildTools { .. } => !std::mem::replace(&mut self.legacy_build_tools, true),
+            Fix::Extra { extra, .. } => self.extras.insert(extra.clone()),
             Fix::Env { name, value, .. } => {
                 self.env.insert(name.clone(), value.clone()).as_ref() != Some(value)
             }
@@ -338,6 +347,30 @@ pub fn legacy_build_tools(log: &str, so_far: &Fixes) -> Option<Fix> {
         return None;
     };
     Some(Fix::LegacyBuildTools { because: why.into() })
+}
+
+/// An error that names its own way out, `... must be installed via pip install name[extra]`:
+/// that extra, of the project itself when `name` is the project's (`own`, which is then built
+/// and can take extras), else the distribution with it.
+pub fn named_extra(log: &str, own: Option<&str>, so_far: &Fixes) -> Option<Fix> {
+    let normal = |n: &str| n.to_lowercase().replace(['_', '.'], "-");
+    log.lines().find_map(|line| {
+        let rest = line.split("pip install ").nth(1)?;
+        let spec = rest.trim_start_matches(['\'', '"', '`']).split(['\'', '"', '`', ' ']).next()?;
+        let (name, extra) = spec.trim_end_matches(['.', ',']).split_once('[')?;
+        let extra = extra.strip_suffix(']')?;
+        let valid = |t: &str| !t.is_empty() && t.chars().all(|c| c.is_alphanumeric() || "-_.,".contains(c));
+        if !valid(name) || !valid(extra) {
+            return None;
+        }
+        let because = format!("the error names its way out: pip install {name}[{extra}]");
+        if own.is_some_and(|o| normal(o) == normal(name)) {
+            let extra = extra.to_lowercase();
+            return (!so_far.extras.contains(&extra)).then_some(Fix::Extra { extra, because });
+        }
+        let distribution = format!("{name}[{extra}]");
+        (!so_far.requirements.contains(&distribution)).then_some(Fix::Requirement { distribution, because })
+    })
 }
 
 /// For a release newer than the pin's date that the project asks for: the spec took its form
@@ -674,6 +707,24 @@ mod tests {
         // The project's own import of pkg_resources is no build of a dependency.
         let own = "ModuleNotFoundError: No module named 'pkg_resources'\n";
         assert_eq!(legacy_build_tools(own, &Fixes::default()), None);
+    }
+
+    #[test]
+    fn an_error_that_names_an_extra_installs_it() {
+        let log =
+            "E   RuntimeError: the socks proxy support must be installed via `pip install httpkit[socks]`.\n";
+        let fix = named_extra(log, Some("HttpKit"), &Fixes::default());
+        assert!(matches!(fix, Some(Fix::Extra { ref extra, .. }) if extra == "socks"), "{fix:?}");
+        let mut so_far = Fixes::default();
+        assert!(so_far.add(&fix.unwrap()));
+        assert_eq!(named_extra(log, Some("httpkit"), &so_far), None, "once");
+        // Another project's extra is a requirement.
+        let other = "ImportError: install it with pip install 'uvicorn[standard]'\n";
+        let fix = named_extra(other, Some("httpkit"), &Fixes::default());
+        assert!(
+            matches!(fix, Some(Fix::Requirement { ref distribution, .. }) if distribution == "uvicorn[standard]")
+        );
+        assert_eq!(named_extra("pip install -e .\n", Some("httpkit"), &Fixes::default()), None);
     }
 
     #[test]

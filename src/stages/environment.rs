@@ -26,7 +26,7 @@ use crate::environment::recipe::suites_by_date;
 use crate::environment::recipe::{Recipe, instance_tag, repaired_recipe, rfc3339, version_from_describe};
 use crate::environment::related::{importing_tests, related_tests};
 use crate::environment::repair::{
-    Fix, Fixes, diagnose, first_error, legacy_build_tools, repin_for_wheels, repin_to_pr_date,
+    Fix, Fixes, diagnose, first_error, legacy_build_tools, named_extra, repin_for_wheels, repin_to_pr_date,
 };
 use crate::errors::ConfigError;
 use crate::exec::bootstrap::{Bootstrap, bootstrap};
@@ -112,8 +112,9 @@ pub fn build_stage(ctx: &StageContext, config: &Mapping) -> Result<StageDef, Con
         // environment, whatever runner the project uses. 6: a src project's own release removed;
         // pip options after a requirement left out; the lineno rule for old pytest. 7: with no
         // test named after a changed module, the tests that import one are verified. 8: an old
-        // setup.py of a dependency is built with setuptools of its era.
-        ..StageDef::new(stage, 8, Scope::Pr, Resource::Docker)
+        // setup.py of a dependency is built with setuptools of its era. 9: an error that names an
+        // extra (`pip install project[extra]`) gets it.
+        ..StageDef::new(stage, 9, Scope::Pr, Resource::Docker)
     })
 }
 
@@ -375,7 +376,9 @@ impl Environment {
             });
             let mut repaired = false;
             if attempts.len() < self.max_repairs as usize {
+                let own = p.project.name.as_deref().filter(|_| p.project.needs_build.is_some());
                 let rule = legacy_build_tools(&failure.log, &fixes)
+                    .or_else(|| named_extra(&failure.log, own, &fixes))
                     .or_else(|| repin_for_wheels(&failure.log, &fixes, &r.pinned_to, &r.wheels_since))
                     .or_else(|| {
                         repin_to_pr_date(&failure.log, &fixes, &r.pinned_to, pr.created_at.as_deref())
