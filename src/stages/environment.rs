@@ -196,6 +196,28 @@ struct Prepared {
     missing: Vec<String>,
 }
 
+/// The Pythons a build may use (Debian suite, version), and those tried so far.
+#[derive(Clone, Copy)]
+struct Tried<'a> {
+    suites: &'a [(&'static str, (u32, u32))],
+    used: &'a [&'static str],
+}
+
+/// The rejection of a build no repair saved: the last failure's reason, with what the checkout
+/// lacked (a submodule whose mirror is not here, say), which is often why.
+fn rejection(reason: String, missing: &[String], attempts: Vec<Value>) -> TaskError {
+    let reason = if !missing.is_empty() && reason.contains("No such file or directory") {
+        format!("{reason} (the mirrors lack {} file(s) of the checkout: {})", missing.len(), missing[0])
+    } else {
+        reason
+    };
+    let mut detail = json!({"attempts": attempts});
+    if !missing.is_empty() {
+        detail["missing_files"] = json!(missing);
+    }
+    TaskError::Reject { reason, detail }
+}
+
 /// A step that failed on the project's own terms: which one, and its whole log.
 struct StepFailure {
     /// `dependency install`, `the editable install` or `verification`.
@@ -376,73 +398,68 @@ impl Environment {
             });
             let mut repaired = false;
             if attempts.len() < self.max_repairs as usize {
-                let own = p.project.name.as_deref().filter(|_| p.project.needs_build.is_some());
-                let rule = legacy_build_tools(&failure.log, &fixes)
-                    .or_else(|| named_extra(&failure.log, own, &fixes))
-                    .or_else(|| repin_for_wheels(&failure.log, &fixes, &r.pinned_to, &r.wheels_since))
-                    .or_else(|| {
-                        repin_to_pr_date(&failure.log, &fixes, &r.pinned_to, pr.created_at.as_deref())
-                    })
-                    .or_else(|| diagnose(&failure.log, &p.project.imports, &fixes, &r.wheels_since));
-                // A file of the checkout that is not there is not for another Python to bring.
-                let error = first_error(&failure.log);
-                let missing_file = error.contains("No such file or directory") && error.contains(REPO);
-                let other_python =
-                    suites.iter().find(|(s, _)| !tried_suites.contains(s)).filter(|_| !missing_file);
-                let legacy_editable = failure.step == "the editable install"
-                    && p.project.spec_files.iter().any(|f| f == "setup.py")
-                    && !fixes.in_place;
-                if let Some(fix) = rule.filter(|f| fixes.add(f)) {
-                    attempt["fix"] = json!(fix);
-                    repaired = true;
-                } else if legacy_editable {
-                    let fix = Fix::BuildInPlace {
-                        because: "the setup.py does not install in editable mode with today's setuptools"
-                            .into(),
-                    };
-                    repaired = fixes.add(&fix);
-                    attempt["fix"] = json!(fix);
-                } else if let Some(&(suite, (major, minor))) = other_python {
-                    let fix = Fix::Python {
-                        suite: suite.into(),
-                        python: format!("{major}.{minor}"),
-                        because: format!("no rule knows this failure on Python {}", r.python),
-                    };
-                    repaired = fixes.add(&fix);
-                    attempt["fix"] = json!(fix);
-                } else if let Some(advisor) = &self.advisor {
-                    let (proposal, answer) = advisor.ask(pr, &r, &failure, &suites, meter).await?;
-                    let new: Vec<&Fix> = proposal.fixes.iter().filter(|f| fixes.add(f)).collect();
-                    repaired = !new.is_empty();
-                    attempt["fix"] = json!({
-                        "kind": "model",
-                        "changes": new,
-                        "answer": answer,
-                        "ignored": proposal.ignored,
-                    });
-                } else {
-                    attempt["fix"] = Value::Null;
-                }
+                let tried = Tried { suites: &suites, used: &tried_suites };
+                let (new, fix) = self.repair(pr, &p, &r, &failure, tried, &mut fixes, meter).await?;
+                repaired = new;
+                attempt["fix"] = fix;
             }
             attempts.push(attempt);
             if !repaired {
-                let reason = if !p.missing.is_empty() && reason.contains("No such file or directory") {
-                    format!(
-                        "{reason} (the mirrors lack {} file(s) of the checkout: {})",
-                        p.missing.len(),
-                        p.missing[0]
-                    )
-                } else {
-                    reason
-                };
-                let mut detail = json!({"attempts": attempts});
-                // What the checkout lacked (a submodule whose mirror is not here, say) is often why.
-                if !p.missing.is_empty() {
-                    detail["missing_files"] = json!(p.missing);
-                }
-                return Err(TaskError::Reject { reason, detail });
+                return Err(rejection(reason, &p.missing, attempts));
             }
         }
+    }
+
+    /// The next repair of recipe `r` after `failure`, added to `fixes`: by rule first, then the
+    /// setup.py built in place, then another Python, then (when configured) as the model proposes.
+    /// Whether it changed anything, and what is stored of it.
+    #[allow(clippy::too_many_arguments)]
+    async fn repair(
+        &self,
+        pr: &PullRequest,
+        p: &Prepared,
+        r: &Recipe,
+        failure: &StepFailure,
+        tried: Tried<'_>,
+        fixes: &mut Fixes,
+        meter: &Meter,
+    ) -> Result<(bool, Value), TaskError> {
+        let own = p.project.name.as_deref().filter(|_| p.project.needs_build.is_some());
+        let rule = legacy_build_tools(&failure.log, fixes)
+            .or_else(|| named_extra(&failure.log, own, fixes))
+            .or_else(|| repin_for_wheels(&failure.log, fixes, &r.pinned_to, &r.wheels_since))
+            .or_else(|| repin_to_pr_date(&failure.log, fixes, &r.pinned_to, pr.created_at.as_deref()))
+            .or_else(|| diagnose(&failure.log, &p.project.imports, fixes, &r.wheels_since));
+        if let Some(fix) = rule.filter(|f| fixes.add(f)) {
+            return Ok((true, json!(fix)));
+        }
+        let legacy_editable = failure.step == "the editable install"
+            && p.project.spec_files.iter().any(|f| f == "setup.py")
+            && !fixes.in_place;
+        if legacy_editable {
+            let fix = Fix::BuildInPlace {
+                because: "the setup.py does not install in editable mode with today's setuptools".into(),
+            };
+            return Ok((fixes.add(&fix), json!(fix)));
+        }
+        // A file of the checkout that is not there is not for another Python to bring.
+        let error = first_error(&failure.log);
+        let missing_file = error.contains("No such file or directory") && error.contains(REPO);
+        let other_python =
+            tried.suites.iter().find(|(s, _)| !tried.used.contains(s)).filter(|_| !missing_file);
+        if let Some(&(suite, (major, minor))) = other_python {
+            let fix = Fix::Python {
+                suite: suite.into(),
+                python: format!("{major}.{minor}"),
+                because: format!("no rule knows this failure on Python {}", r.python),
+            };
+            return Ok((fixes.add(&fix), json!(fix)));
+        }
+        let Some(advisor) = &self.advisor else { return Ok((false, Value::Null)) };
+        let (proposal, answer) = advisor.ask(pr, r, failure, tried.suites, meter).await?;
+        let new: Vec<&Fix> = proposal.fixes.iter().filter(|f| fixes.add(f)).collect();
+        let record = json!({"kind": "model", "changes": new, "answer": answer, "ignored": proposal.ignored});
+        Ok((!new.is_empty(), record))
     }
 
     /// One try at the layers and the verification of recipe `r`.
