@@ -592,3 +592,54 @@ fn a_missed_test_with_several_checks_is_judged_one_check_at_a_time() {
     );
     assert_eq!(c1["reviewed_verdict"], "assertion");
 }
+
+/// An answer cut off at the token cap before its first test ended is asked once more with the
+/// stage's `cut_off_max_tokens`, and that answer is judged.
+#[test]
+fn an_answer_cut_off_at_the_cap_is_asked_again_with_room() {
+    if !docker_or_skip("the cut-off test") {
+        return;
+    }
+    let (record, texts) = durations3();
+    let key: String = texts[0].chars().take(60).collect();
+    let caps = Arc::new(Mutex::new(Vec::new()));
+    let log = caps.clone();
+    let server = Server::responding(move |body| {
+        let first_user =
+            body["messages"].as_array().unwrap().iter().find(|m| m["role"] == "user").unwrap()["content"]
+                .as_str()
+                .unwrap()
+                .to_string();
+        if !first_user.contains(&key) {
+            return Reply::Answer("no test".into());
+        }
+        let cap = body["max_tokens"].as_u64().unwrap();
+        log.lock().unwrap().push(cap);
+        if cap >= 400 {
+            return fence(BEHAVIOURAL);
+        }
+        let cut = "```python\nfrom durations import parse_duration\n\n\ndef test_rou";
+        Reply::Completion(
+            serde_json::json!({
+                "id": "chatcmpl-cut", "object": "chat.completion", "created": 1, "model": "scripted-model",
+                "choices": [{"index": 0, "finish_reason": "length",
+                             "message": {"role": "assistant", "content": cut}}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 160, "total_tokens": 260}
+            })
+            .to_string(),
+        )
+    });
+    let s = Scratch::new();
+    let mirrors = s.sample_mirrors();
+    s.write("one.jsonl", &format!("{record}\n"));
+    let extra =
+        "    repeats: 1\n    max_attempts: 1\n    cut_off_max_tokens: 400\n    llm: {max_tokens: 160}\n";
+    s.write("p.yaml", &curation_pipeline("syn", &mirrors, &server.base_url, extra, ""));
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows = rows(&s);
+    let (state, _, c1) = &rows["curate-sample__durations-3#1"];
+    assert_eq!(state, "kept", "{c1}");
+    assert_eq!(c1["test"].as_str().unwrap(), BEHAVIOURAL);
+    assert_eq!(*caps.lock().unwrap(), [160, 400], "the cut-off answer was asked again with room");
+}

@@ -111,6 +111,10 @@ struct Config {
     /// commented lines.
     #[serde(default = "default_file_lines")]
     file_lines: usize,
+    /// When an answer is cut off at the model's token cap before its first test ends (the
+    /// imports of a deep module can take half of it), it is asked once more with this cap.
+    #[serde(default)]
+    cut_off_max_tokens: Option<u32>,
     #[serde(default)]
     llm: LlmSpec,
 }
@@ -152,6 +156,7 @@ struct Synthesis {
     repeats: u32,
     timeout: Duration,
     file_lines: usize,
+    cut_off_max_tokens: Option<u32>,
 }
 
 pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
@@ -185,6 +190,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         repeats: config.repeats,
         timeout: Duration::from_secs(config.timeout_secs),
         file_lines: config.file_lines,
+        cut_off_max_tokens: config.cut_off_max_tokens,
     });
     // 2: an import error on both sides is judged a broken import. 3: a cut-off answer with no
     // complete test is told so. 4: facts in the prompt (signatures, the tests' imports, the PR's
@@ -630,18 +636,28 @@ impl Synthesis {
         Ok(answer)
     }
 
-    /// The model's next answer. At temperature 0 a small model often sends an earlier answer back
-    /// word for word, whatever the feedback said; such a repeat is asked once more, sampled with
-    /// another seed at [`RESAMPLE_TEMPERATURE`], and that answer stands.
+    /// The model's next answer. One cut off at the token cap before its first test ended is asked
+    /// again with `cut_off_max_tokens`, when set. At temperature 0 a small model often sends an
+    /// earlier answer back word for word, whatever the feedback said; such a repeat is asked once
+    /// more, sampled with another seed at [`RESAMPLE_TEMPERATURE`], and that answer stands.
     async fn answer(
         &self,
         messages: &[Message],
         earlier: &[String],
         input: &TaskInput,
     ) -> Result<crate::llm::Answer, TaskError> {
-        let request = self.llm.request(messages.to_vec());
-        let (answer, _) = self.llm.chat(&request).await.map_err(TaskError::infra)?;
+        let mut request = self.llm.request(messages.to_vec());
+        let (mut answer, _) = self.llm.chat(&request).await.map_err(TaskError::infra)?;
         input.meter.add(answer.usage.into());
+        // Cut off before its first test ended: asked once more with room for it.
+        if let Some(cap) = self.cut_off_max_tokens.filter(|c| *c > request.max_tokens)
+            && answer.truncated
+            && test_code(&answer.text, true).is_err()
+        {
+            request.max_tokens = cap;
+            (answer, _) = self.llm.chat(&request).await.map_err(TaskError::infra)?;
+            input.meter.add(answer.usage.into());
+        }
         if !repeats(&answer.text, earlier) {
             return Ok(answer);
         }
@@ -737,6 +753,7 @@ mod tests {
             repeats: 1,
             timeout: Duration::from_secs(5),
             file_lines: 20,
+            cut_off_max_tokens: None,
         };
         let missing = "0123456789abcdef0123456789abcdef01234567";
         let pr = json!({"repo": "o/r", "title": "t", "body": "", "base_commit": head, "head_commit": head, "fixed_commit": missing});
