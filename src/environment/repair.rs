@@ -48,6 +48,9 @@ pub struct Fixes {
     pub extras: BTreeSet<String>,
 }
 
+/// The pytest that still reads a `[pytest]` section of setup.cfg.
+const OLD_CONFIG_PYTEST: &str = "pytest<4";
+
 /// The setuptools that builds a dependency's old `setup.py`: at least 40.8.0, which the installer
 /// asks for when a source distribution names no build backend, and before 46.0, which removed
 /// `setuptools.Feature` (`pkg_resources` went later still).
@@ -505,6 +508,18 @@ pub fn diagnose(log: &str, own: &[String], so_far: &Fixes, wheels_since: &str) -
             package,
         });
     }
+    // A pytest newer than the project's configuration: `[pytest]` in setup.cfg is refused from
+    // pytest 4 on, so the project's tests were run by an older one.
+    if log.contains("[pytest] section in setup.cfg files is no longer supported")
+        && !so_far.requirements.contains(OLD_CONFIG_PYTEST)
+    {
+        return Some(Fix::Requirement {
+            distribution: OLD_CONFIG_PYTEST.into(),
+            because:
+                "the project configures pytest in a `[pytest]` section of setup.cfg, which pytest 4 refuses"
+                    .into(),
+        });
+    }
     // Pytest of the pin's date that does not run on this Python.
     if log.contains("AttributeError: __spec__")
         // Its assertion rewriting builds an AST the newer Python refuses.
@@ -707,6 +722,19 @@ mod tests {
         // The project's own import of pkg_resources is no build of a dependency.
         let own = "ModuleNotFoundError: No module named 'pkg_resources'\n";
         assert_eq!(legacy_build_tools(own, &Fixes::default()), None);
+    }
+
+    #[test]
+    fn a_setup_cfg_pytest_section_gets_the_pytest_that_reads_it() {
+        let log = "Failed: [pytest] section in setup.cfg files is no longer supported, change to [tool:pytest] instead.\n";
+        let fix = diagnose(log, &[], &Fixes::default(), W);
+        assert!(
+            matches!(fix, Some(Fix::Requirement { ref distribution, .. }) if distribution == "pytest<4"),
+            "{fix:?}"
+        );
+        let mut so_far = Fixes::default();
+        so_far.add(&fix.unwrap());
+        assert!(!matches!(diagnose(log, &[], &so_far, W), Some(Fix::Requirement { .. })), "once");
     }
 
     #[test]

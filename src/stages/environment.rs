@@ -113,7 +113,8 @@ pub fn build_stage(ctx: &StageContext, config: &Mapping) -> Result<StageDef, Con
         // pip options after a requirement left out; the lineno rule for old pytest. 7: with no
         // test named after a changed module, the tests that import one are verified. 8: an old
         // setup.py of a dependency is built with setuptools of its era. 9: an error that names an
-        // extra (`pip install project[extra]`) gets it.
+        // extra (`pip install project[extra]`) gets it; a `[pytest]` section in setup.cfg gets a
+        // pytest before 4.
         ..StageDef::new(stage, 9, Scope::Pr, Resource::Docker)
     })
 }
