@@ -1,5 +1,5 @@
-//! `project_tests`: per PR, the project's own test modules and test data files that the fix
-//! changes (between the reviewed and the fixed commit) and the modules named after a module it
+//! `project_tests`: per PR, the project's own test modules (and the directories of test data
+//! files) that the fix changes (between the reviewed and the fixed commit) and the modules named after a module it
 //! changes, run in the PR's image on the reviewed code with the fixed commit's test side put in,
 //! and on the fixed code, the way SWE-bench computes its lists:
 //! `fail_to_pass`, the nodes that fail on the first and pass on the second (candidates for the
@@ -69,8 +69,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         side_effects: true,
         provides: Some(ProjectTests::NAME),
         requires: vec![contract::Environment::NAME],
-        // 2: the fix's changed data files of the tests are run too.
-        ..StageDef::new(stage, 2, Scope::Pr, Resource::Docker)
+        // 2: the fix's changed data files of the tests are run too; 3: by their directories.
+        ..StageDef::new(stage, 3, Scope::Pr, Resource::Docker)
     })
 }
 

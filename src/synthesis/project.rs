@@ -27,22 +27,29 @@ pub fn is_test_module(path: &str) -> bool {
 
 /// What pytest is given to run a fix's tests, at most `max`, in order: the test modules among the
 /// fix's changed test side `test_paths` that exist on the fixed side, the modules `named` after a
-/// changed module, then the changed test data files. A case the fix adds to a data file
-/// (`tests/snippets/toml/case.txt`) runs by naming the file: a conftest that collects such files
-/// makes it a test, and pytest passes over a file nothing collects. Helpers (`conftest.py`,
-/// `tests/base.py`) are no tests of their own.
+/// changed module, then the directories of the changed test data files. A case the fix adds to a
+/// data file (`tests/snippets/toml/case.txt`) runs when its directory is collected: a conftest
+/// that collects such files makes it a test. The directory, not the file: pytest refuses a file
+/// it is given that nothing collects ("found no collectors", seen with pygments' `.output`
+/// files), which ends the whole run. A data file straight under the tests' top directory is left
+/// out (its directory is the whole suite). Helpers (`conftest.py`, `tests/base.py`) are no tests
+/// of their own.
 pub fn paths_to_run(
     test_paths: &[String],
     named: &[String],
     exists: impl Fn(&str) -> bool,
     max: usize,
 ) -> Vec<String> {
-    let modules = test_paths.iter().filter(|p| is_test_module(p) && exists(p));
-    let data = test_paths.iter().filter(|p| !p.ends_with(".py") && exists(p));
+    let modules = test_paths.iter().filter(|p| is_test_module(p) && exists(p)).cloned();
+    let data_dirs = test_paths
+        .iter()
+        .filter(|p| !p.ends_with(".py") && exists(p))
+        .filter_map(|p| p.rsplit_once('/').map(|(dir, _)| dir.to_string()))
+        .filter(|dir| dir.contains('/'));
     let mut paths: Vec<String> = Vec::new();
-    for path in modules.chain(named).chain(data) {
-        if !paths.contains(path) && paths.len() < max {
-            paths.push(path.clone());
+    for path in modules.chain(named.iter().cloned()).chain(data_dirs) {
+        if !paths.contains(&path) && paths.len() < max {
+            paths.push(path);
         }
     }
     paths
@@ -188,8 +195,10 @@ mod tests {
             "tests/conftest.py",
             "tests/base.py",
             "tests/snippets/toml/bool-comment.txt",
+            "tests/snippets/toml/header.txt",
             "tests/test_lexer.py",
             "tests/examplefiles/gone.cmake",
+            "tests/data.json",
         ]
         .map(String::from)
         .to_vec();
@@ -197,7 +206,7 @@ mod tests {
         let exists = |p: &str| p != "tests/examplefiles/gone.cmake";
         assert_eq!(
             paths_to_run(&changed, &named, exists, 8),
-            ["tests/test_lexer.py", "tests/test_api.py", "tests/snippets/toml/bool-comment.txt"]
+            ["tests/test_lexer.py", "tests/test_api.py", "tests/snippets/toml"]
         );
         assert_eq!(paths_to_run(&changed, &named, exists, 1), ["tests/test_lexer.py"]);
     }
