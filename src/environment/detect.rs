@@ -159,6 +159,14 @@ fn split_tox_factor(line: &str) -> (&str, &str) {
     }
 }
 
+/// The file a tox `deps` line includes (`-r {toxinidir}/requirements_test.txt`, `-rreq.txt`),
+/// relative to the repository.
+fn tox_include(line: &str) -> Option<String> {
+    let rest = line.strip_prefix("-r")?.trim_start();
+    let path = rest.strip_prefix("{toxinidir}/").unwrap_or(rest).trim();
+    (!path.is_empty() && !path.contains('{') && !path.starts_with('/')).then(|| path.to_string())
+}
+
 /// The factors of tox's default environments (`{py38,py39}-{test}-{deps,mindeps},docs` has py38,
 /// py39, test, deps, mindeps and docs).
 fn tox_envlist_factors(tox: &str) -> BTreeSet<String> {
@@ -472,10 +480,21 @@ pub fn detect(read: &dyn Fn(&str) -> Option<String>, listing: &[String]) -> Proj
         let envlist = tox_envlist_factors(&tox);
         for (k, v) in ini_section(&tox, "testenv") {
             if k == "deps" {
-                for line in requirement_lines(&v) {
-                    let (condition, requirement) = split_tox_factor(&line);
-                    if tox_condition_holds(condition, &envlist) && !requirement.contains('{') {
-                        p.requirements.push(requirement.to_string());
+                // The factor first: `pypy: -r {toxinidir}/req.txt` is a condition and an include,
+                // not a requirement named `pypy:`.
+                for raw in v.lines() {
+                    let (condition, rest) = split_tox_factor(raw.trim());
+                    if !tox_condition_holds(condition, &envlist) {
+                        continue;
+                    }
+                    if let Some(file) = tox_include(rest) {
+                        p.requirements.extend(read(&file).map(|t| requirement_lines(&t)).unwrap_or_default());
+                        continue;
+                    }
+                    for requirement in requirement_lines(rest) {
+                        if !requirement.contains('{') {
+                            p.requirements.push(requirement);
+                        }
                     }
                 }
             }
@@ -711,6 +730,17 @@ mod tests {
                    tables-deps: tables>=3.4.4\n    !pypy: six\n    attrs\n";
         let p = detect_in(&[("setup.py", "setup(name='x')"), ("tox.ini", tox)]);
         assert_eq!(p.requirements, ["attrs", "cython==0.29.14", "pytest", "six"]);
+        // pylint 7617: a factor on an include, read as the included file, not as `pypy:`.
+        let tox = "[tox]\nenvlist = py39, pypy\n[testenv]\ndeps =\n    !pypy: -r {toxinidir}/requirements_test.txt\n    pypy: -r {toxinidir}/requirements_test_min.txt\n";
+        let p = detect_in(&[
+            ("setup.py", "setup(name='x')"),
+            ("tox.ini", tox),
+            ("requirements_test.txt", "pytest-xdist\n"),
+            ("requirements_test_min.txt", "pytest>=7 # the minimum\n"),
+        ]);
+        assert!(p.requirements.iter().all(|r| !r.contains(':')), "{:?}", p.requirements);
+        assert!(p.requirements.contains(&"pytest-xdist".to_string()), "{:?}", p.requirements);
+        assert!(p.requirements.contains(&"pytest>=7".to_string()), "{:?}", p.requirements);
     }
 
     #[test]

@@ -114,8 +114,9 @@ pub fn build_stage(ctx: &StageContext, config: &Mapping) -> Result<StageDef, Con
         // test named after a changed module, the tests that import one are verified. 8: an old
         // setup.py of a dependency is built with setuptools of its era. 9: an error that names an
         // extra (`pip install project[extra]`) gets it; a `[pytest]` section in setup.cfg gets a
-        // pytest before 4.
-        ..StageDef::new(stage, 9, Scope::Pr, Resource::Docker)
+        // pytest before 4. 10: tox `deps` lines read factor first (`pypy: -r file`), and the files
+        // they include.
+        ..StageDef::new(stage, 10, Scope::Pr, Resource::Docker)
     })
 }
 
