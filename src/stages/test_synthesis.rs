@@ -202,7 +202,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     // candidates; the probe's test for an observed call last (`from_observed`). 11: the project's
     // tests first (`from_project_tests`); a missed test with several checks judged one at a time.
     // 12: an answer with an earlier answer's code is a repeat; a function whose set-up failed on
-    // the fixed side is not split.
+    // the fixed side is not split. 13: the fix's diff of the commented file cut to 120 lines, the
+    // hunks nearest the comment kept.
     Ok(StageDef {
         side_effects: true,
         files: vec![
@@ -217,7 +218,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
             .into_iter()
             .chain(config.from_project_tests.then_some(contract::ProjectTests::NAME))
             .collect(),
-        ..StageDef::new(stage, 12, Scope::Comment, Resource::Llm)
+        ..StageDef::new(stage, 13, Scope::Comment, Resource::Llm)
     })
 }
 
@@ -526,10 +527,15 @@ impl Synthesis {
         let paths: Vec<String> =
             std::iter::once(i.context.path.clone()).chain(i.context.fixed_path.clone()).collect();
         let module = facts::module_of(&i.context.path, &i.packages);
+        let line = i.context.end_line;
         let (fix_diff, test_imports) = tokio::task::spawn_blocking(move || {
             let mirror = mirrors.checkout_pair(&repo, (&head, &fixed_commit), &reviewed_dest, &dest)?;
             let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
-            let diff = mirror.diff_of(&head, &fixed_commit, &paths)?;
+            let diff = facts::diff_near(
+                &mirror.diff_of(&head, &fixed_commit, &paths)?,
+                line,
+                facts::MAX_FIX_DIFF_LINES,
+            );
             Ok::<_, TaskError>((diff, facts::test_imports(&reviewed_dest, &module)))
         })
         .await

@@ -11,6 +11,8 @@ use super::source::{code_only, imports};
 
 /// Signature lines shown at most, so a large module does not crowd out the rest of the prompt.
 pub const MAX_SIGNATURES: usize = 40;
+/// Lines of the fix's diff of the commented file shown to the model at most.
+pub const MAX_FIX_DIFF_LINES: usize = 120;
 /// Import lines of the project's tests shown at most.
 pub const MAX_TEST_IMPORTS: usize = 6;
 /// Test files read at most when looking for imports.
@@ -204,9 +206,59 @@ pub fn test_package_imports(code: &str) -> Vec<String> {
         .collect()
 }
 
+/// The diff of one file cut to at most `max` lines: whole hunks, nearest the commented `line`
+/// (of the old side) first, shown in the file's order, and a line saying how many were left out.
+/// A diff within `max` is unchanged. A PR merged long after its review carries the default
+/// branch's changes too: 2,000 lines of xarray's `dataset.py` overflowed the model's context.
+pub fn diff_near(diff: &str, line: u64, max: usize) -> String {
+    if diff.lines().count() <= max {
+        return diff.to_string();
+    }
+    let header: Vec<&str> = diff.lines().take_while(|l| !l.starts_with("@@")).collect();
+    let mut hunks = crate::repo::hunks::parse(diff);
+    let distance = |h: &crate::repo::hunks::Hunk| {
+        let (from, to) = h.changed_span();
+        if line < from { from - line } else { line.saturating_sub(to) }
+    };
+    hunks.sort_by_key(|h| (distance(h), h.old_start));
+    let mut budget = max.saturating_sub(header.len() + 1);
+    let mut kept = Vec::new();
+    for h in &hunks {
+        let size = h.text.lines().count() + 1;
+        if size > budget {
+            continue;
+        }
+        budget -= size;
+        kept.push(h);
+    }
+    kept.sort_by_key(|h| h.old_start);
+    let mut out: Vec<String> = header.iter().map(|l| l.to_string()).collect();
+    for h in &kept {
+        out.push(format!("@@ -{} +{} @@", h.old_start, h.new_start));
+        out.extend(h.text.lines().map(str::to_string));
+    }
+    out.push(format!("… {} more hunks of this file left out", hunks.len() - kept.len()));
+    out.join("\n") + "\n"
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_diff_keeps_the_hunks_nearest_the_comment() {
+        let mut diff = String::from("diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n");
+        for k in 0..20u64 {
+            let at = 10 + k * 100;
+            diff.push_str(&format!("@@ -{at},3 +{at},3 @@\n ctx\n-old {k}\n+new {k}\n ctx\n"));
+        }
+        assert_eq!(diff_near(&diff, 1, 1000), diff, "a short diff is unchanged");
+        let cut = diff_near(&diff, 1215, 20);
+        assert!(cut.lines().count() <= 20, "{cut}");
+        assert!(cut.starts_with("diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1110 "), "{cut}");
+        assert!(cut.contains("+new 12") && cut.contains("+new 11") && !cut.contains("+new 0"), "{cut}");
+        assert!(cut.ends_with("… 17 more hunks of this file left out\n"), "{cut}");
+    }
 
     const MODULE: &str = r#"
 """Config merging."""
