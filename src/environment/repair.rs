@@ -487,11 +487,14 @@ pub fn diagnose(log: &str, own: &[String], so_far: &Fixes, wheels_since: &str) -
         }
     }
     // `Because you require numpy==1.12 and numpy>=1.14.3, … unsatisfiable`: pins of the project's
-    // files that cannot hold together (a static reading gathers every Python version's).
+    // files that cannot hold together (a static reading gathers every Python version's); also at
+    // the end of a longer chain, `And because you require pytest==4.6.9, we can conclude …`.
     for line in log.lines() {
-        if let Some(rest) = line.split("Because you require ").nth(1)
+        let rest =
+            line.split("Because you require ").nth(1).or_else(|| line.split("because you require ").nth(1));
+        if let Some(rest) = rest
             && line.contains("unsatisfiable")
-            && let Some((first, _)) = rest.split_once(" and ")
+            && let Some(first) = rest.split([',']).next().and_then(|r| r.split(" and ").next())
             && let Some((package, _)) = first.split_once("==")
         {
             return Some(Fix::Relax {
@@ -673,6 +676,10 @@ mod tests {
         let conflict = "  ╰─▶ Because you require numpy==1.12 and numpy>=1.14.3, we can conclude that your requirements are unsatisfiable.";
         let fix = diagnose(conflict, &[], &Fixes::default(), W).unwrap();
         assert!(matches!(fix, Fix::Relax { ref package, .. } if package == "numpy"), "{fix:?}");
+        // urllib3 1830: the exact pin at the end of a chain of reasons.
+        let chain = "      And because you require pytest==4.6.9, we can conclude that your requirements are unsatisfiable.";
+        let fix = diagnose(chain, &[], &Fixes::default(), W).unwrap();
+        assert!(matches!(fix, Fix::Relax { ref package, .. } if package == "pytest"), "{fix:?}");
     }
 
     #[test]

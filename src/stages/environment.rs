@@ -115,8 +115,8 @@ pub fn build_stage(ctx: &StageContext, config: &Mapping) -> Result<StageDef, Con
         // setup.py of a dependency is built with setuptools of its era. 9: an error that names an
         // extra (`pip install project[extra]`) gets it; a `[pytest]` section in setup.cfg gets a
         // pytest before 4. 10: tox `deps` lines read factor first (`pypy: -r file`), and the files
-        // they include.
-        ..StageDef::new(stage, 10, Scope::Pr, Resource::Docker)
+        // they include. 11: an exact pin at the end of the resolver's chain of reasons is relaxed.
+        ..StageDef::new(stage, 11, Scope::Pr, Resource::Docker)
     })
 }
 
