@@ -37,12 +37,11 @@ impl Hunk {
     /// Whether a changed line of it does something when the code runs: not only blank lines,
     /// comments, imports, docstrings, decorators and `def`/`class` headers with their parameter
     /// lines (a changed annotation or docstring is no change of behaviour a test can reach).
-    /// `old` and `new` are the file's text on each side, read whole so that a docstring that
-    /// opens before the hunk is known as one.
-    pub fn changes_behaviour(&self, old: &str, new: &str) -> bool {
-        let (old, new) = (declarative_lines(old), declarative_lines(new));
+    /// `old` and `new` are [`declarative_lines`] of the file's text on each side, read whole so
+    /// that a docstring that opens before the hunk is known as one.
+    pub fn changes_behaviour(&self, old: &[bool], new: &[bool]) -> bool {
         let does = |map: &[bool], n: u64| !map.get((n as usize).wrapping_sub(1)).copied().unwrap_or(false);
-        self.removed.iter().any(|(n, _)| does(&old, *n)) || self.added.iter().any(|(n, _)| does(&new, *n))
+        self.removed.iter().any(|(n, _)| does(old, *n)) || self.added.iter().any(|(n, _)| does(new, *n))
     }
 
     /// The path it is known by: the new side's, or the old side's for a deletion.

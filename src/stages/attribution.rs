@@ -103,11 +103,10 @@ pub fn candidates(
     behaves: impl Fn(&Hunk) -> bool,
 ) -> (Candidates, Vec<Hunk>) {
     let in_file: Vec<Hunk> = all.iter().filter(|h| h.old_path.as_deref() == Some(path)).cloned().collect();
-    let within = |h: &&Hunk, margin: u64| {
+    let within = |h: &&Hunk| {
         let (from, to) = h.changed_span();
-        from.saturating_sub(margin) <= end && start <= to + margin
+        from.saturating_sub(near) <= end && start <= to + near
     };
-    let within = |h: &&Hunk| within(h, near);
     let close: Vec<Hunk> = in_file.iter().filter(within).cloned().collect();
     // Of several changes next to the comment, the only one that changes behaviour is the answer
     // (the `raise` the comment is on, not the annotation two lines above it).
@@ -198,10 +197,10 @@ impl Attribution {
             return Err(TaskError::reject("the fix changes no lines"));
         }
         // Without both sides of the commented file (a rename), every change counts as behaviour.
-        let behaves = |h: &Hunk| match (&old, &new) {
-            (Some(old), Some(new)) => h.changes_behaviour(old, new),
-            _ => true,
-        };
+        // Each side's lines are classified once, for every candidate.
+        let declared =
+            old.zip(new).map(|(o, n)| (hunks::declarative_lines(&o), hunks::declarative_lines(&n)));
+        let behaves = |h: &Hunk| declared.as_ref().is_none_or(|(o, n)| h.changes_behaviour(o, n));
         let span = (context.path.as_str(), context.start_line, context.end_line);
         let (among, mut found) = candidates(&all, span, self.near, behaves);
         if found.len() == 1 {
@@ -316,6 +315,11 @@ mod tests {
         }
     }
 
+    /// Whether `h` changes behaviour between the file texts `old` and `new`.
+    fn behaves(h: &Hunk, old: &str, new: &str) -> bool {
+        h.changes_behaviour(&hunks::declarative_lines(old), &hunks::declarative_lines(new))
+    }
+
     const PLUGGY_OLD: &str = "class C:\n    def set_spec(\n        self,\n        opts: \"_Opts\",\n    ) -> None:\n        if self.spec is not None:\n            raise RuntimeError(\n                \"already\"\n            )\n";
 
     #[test]
@@ -325,8 +329,8 @@ mod tests {
         let annotation = change(&[(4, "        opts: \"_Opts\",")], &[(4, "        opts: _Opts,")]);
         let raise =
             change(&[(7, "            raise RuntimeError(")], &[(7, "            raise ValueError(")]);
-        assert!(!annotation.changes_behaviour(PLUGGY_OLD, &new) && raise.changes_behaviour(PLUGGY_OLD, &new));
-        let behaves = |h: &Hunk| h.changes_behaviour(PLUGGY_OLD, &new);
+        assert!(!behaves(&annotation, PLUGGY_OLD, &new) && behaves(&raise, PLUGGY_OLD, &new));
+        let behaves = |h: &Hunk| behaves(h, PLUGGY_OLD, &new);
         let all = vec![annotation, raise.clone()];
         let (among, chosen) = candidates(&all, ("a.py", 7, 7), 3, behaves);
         assert_eq!((among, chosen), (Candidates::Behaviour, vec![raise]));
@@ -344,10 +348,10 @@ mod tests {
             &[(5, "    characters.")],
             &[(5, "    characters, and a dangling"), (6, "    separator is removed.")],
         );
-        assert!(!doc.changes_behaviour(old, new));
+        assert!(!behaves(&doc, old, new));
         let guard =
             change(&[], &[(8, "    if n is not None and n < 1:"), (9, "        raise ValueError(n)")]);
-        assert!(guard.changes_behaviour(old, new));
+        assert!(behaves(&guard, old, new));
     }
 
     #[test]
