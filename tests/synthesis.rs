@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use common::durations::*;
-use common::openai::{Reply, Server};
+use common::openai::{Reply, Server, first_user};
 use common::{Scratch, docker_or_skip, stderr};
 use serde_json::Value;
 
@@ -562,11 +562,7 @@ fn a_missed_test_with_several_checks_is_judged_one_check_at_a_time() {
     let key: String = texts[0].chars().take(60).collect();
     const TWO: &str = "from durations import parse_duration\n\n\ndef test_x():\n    assert parse_duration(\"1h\") == 3601\n    assert parse_duration(\"4.1m\") == 246\n";
     let server = Server::responding(move |body| {
-        let first_user =
-            body["messages"].as_array().unwrap().iter().find(|m| m["role"] == "user").unwrap()["content"]
-                .as_str()
-                .unwrap()
-                .to_string();
+        let first_user = first_user(body);
         if first_user.contains(&key) { fence(TWO) } else { Reply::Answer("no test".into()) }
     });
     let s = Scratch::new();
@@ -605,11 +601,7 @@ fn an_answer_cut_off_at_the_cap_is_asked_again_with_room() {
     let caps = Arc::new(Mutex::new(Vec::new()));
     let log = caps.clone();
     let server = Server::responding(move |body| {
-        let first_user =
-            body["messages"].as_array().unwrap().iter().find(|m| m["role"] == "user").unwrap()["content"]
-                .as_str()
-                .unwrap()
-                .to_string();
+        let first_user = first_user(body);
         if !first_user.contains(&key) {
             return Reply::Answer("no test".into());
         }

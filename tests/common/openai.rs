@@ -85,6 +85,14 @@ impl Server {
     }
 }
 
+/// The text of the first user message of a chat request: which comment a scripted answer is for.
+pub fn first_user(body: &serde_json::Value) -> String {
+    body["messages"].as_array().unwrap().iter().find(|m| m["role"] == "user").unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 pub fn completion(text: &str) -> String {
     serde_json::json!({
         "id": "chatcmpl-test", "object": "chat.completion", "created": 1, "model": "scripted-model",
