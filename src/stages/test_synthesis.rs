@@ -31,14 +31,16 @@ use crate::llm::{LlmSpec, Message};
 use crate::record::{PullRequest, ReviewComment};
 use crate::repo::Mirrors;
 use crate::synthesis::answer::test_code;
+use crate::synthesis::example;
 use crate::synthesis::facts::{self, MAX_SIGNATURES};
 use crate::synthesis::judge::{Judge, JudgeError, Judged, PROJECT_TEST, Trees, verdict_name};
 use crate::synthesis::observed;
 use crate::synthesis::oracle::{Miss, for_feedback, reasons};
 use crate::synthesis::project;
+use crate::synthesis::relevance;
 use crate::synthesis::source::test_kind;
 
-const PLACEHOLDERS: [&str; 13] = [
+const PLACEHOLDERS: [&str; 14] = [
     "pr_title",
     "pr_body",
     "path",
@@ -52,6 +54,7 @@ const PLACEHOLDERS: [&str; 13] = [
     "changed_signatures",
     "test_imports",
     "observed",
+    "project_example",
 ];
 const FEEDBACK_PLACEHOLDERS: [&str; 5] =
     ["problem", "reviewed_verdict", "reviewed_output", "fixed_verdict", "fixed_output"];
@@ -203,7 +206,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     // tests first (`from_project_tests`); a missed test with several checks judged one at a time.
     // 12: an answer with an earlier answer's code is a repeat; a function whose set-up failed on
     // the fixed side is not split. 13: the fix's diff of the commented file cut to 120 lines, the
-    // hunks nearest the comment kept.
+    // hunks nearest the comment kept. 14: one of the project's tests that calls what the comment
+    // is about, as a template (`project_example`, where the prompt has it).
     Ok(StageDef {
         side_effects: true,
         files: vec![
@@ -218,7 +222,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
             .into_iter()
             .chain(config.from_project_tests.then_some(contract::ProjectTests::NAME))
             .collect(),
-        ..StageDef::new(stage, 13, Scope::Comment, Resource::Llm)
+        ..StageDef::new(stage, 14, Scope::Comment, Resource::Llm)
     })
 }
 
@@ -266,6 +270,8 @@ struct Checkouts {
     fixed: PathBuf,
     fix_diff: String,
     test_imports: Vec<String>,
+    /// One of the project's tests that calls what the comment is about, as a template.
+    example: Option<example::Example>,
 }
 
 /// Judging needs the sandbox; when it fails, the task is retried.
@@ -359,6 +365,25 @@ fn project_output(
     })
 }
 
+/// The definitions a template test should call, innermost first: those that hold the comment's
+/// attributed changes (in the fixed tree), then those that hold the commented lines (as reviewed).
+fn example_names(
+    attribution: Option<&contract::Attribution>,
+    context: &contract::CommentContext,
+    fixed: &Path,
+) -> Vec<String> {
+    let read = |path: &str| std::fs::read_to_string(fixed.join(path)).ok();
+    let mut names = attribution
+        .map_or_else(Vec::new, |a| relevance::definitions(&relevance::targets(&a.changes(), read), read));
+    let commented = relevance::Targets::from([(context.path.clone(), vec![context.end_line])]);
+    for name in relevance::definitions(&commented, |_: &str| Some(context.file_before.clone())) {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
 /// A test file name from the comment's id.
 fn test_file_name(id: &str) -> String {
     let clean: String =
@@ -390,7 +415,7 @@ fn opening(text: &str, max: usize) -> String {
 }
 
 impl Synthesis {
-    fn first_messages(&self, i: &Inputs, fix_diff: &str, test_imports: &[String]) -> Vec<Message> {
+    fn first_messages(&self, i: &Inputs, work: &Checkouts) -> Vec<Message> {
         let c = &i.context;
         let (start, end) = (c.start_line as usize, c.end_line as usize);
         let path = c.path.as_str();
@@ -405,7 +430,13 @@ impl Synthesis {
             ("pr_body", opening(&i.pr.body, BODY_CHARS)),
             ("signatures", listed(&before_sigs, MAX_SIGNATURES, "# no public definitions")),
             ("changed_signatures", listed(&changed, MAX_SIGNATURES, "# none")),
-            ("test_imports", listed(test_imports, facts::MAX_TEST_IMPORTS, "# no test imports it")),
+            ("test_imports", listed(&work.test_imports, facts::MAX_TEST_IMPORTS, "# no test imports it")),
+            (
+                "project_example",
+                work.example.as_ref().map_or("# no test of the project calls it".into(), |e| {
+                    e.shown(example::MAX_EXAMPLE_LINES)
+                }),
+            ),
             (
                 "observed",
                 i.observed.as_ref().map_or("# not observed".into(), |o| observed::shown(&o.differences)),
@@ -416,7 +447,7 @@ impl Synthesis {
             ("diff_hunk", hunk),
             ("file_before", clip(&c.file_before, start, end, self.file_lines)),
             ("file_after", clip(after, start, end, self.file_lines)),
-            ("fix_diff", fix_diff.trim_end().to_string()),
+            ("fix_diff", work.fix_diff.trim_end().to_string()),
         ]);
         self.prompt.render(&values)
     }
@@ -528,7 +559,9 @@ impl Synthesis {
             std::iter::once(i.context.path.clone()).chain(i.context.fixed_path.clone()).collect();
         let module = facts::module_of(&i.context.path, &i.packages);
         let line = i.context.end_line;
-        let (fix_diff, test_imports) = tokio::task::spawn_blocking(move || {
+        let (attribution, context) = (i.attribution.clone(), i.context.clone());
+        let changed_tests = i.project_tests.as_ref().map(|t| t.test_paths.clone()).unwrap_or_default();
+        let (fix_diff, test_imports, example) = tokio::task::spawn_blocking(move || {
             let mirror = mirrors.checkout_pair(&repo, (&head, &fixed_commit), &reviewed_dest, &dest)?;
             let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
             let diff = facts::diff_near(
@@ -536,12 +569,14 @@ impl Synthesis {
                 line,
                 facts::MAX_FIX_DIFF_LINES,
             );
-            Ok::<_, TaskError>((diff, facts::test_imports(&reviewed_dest, &module)))
+            let names = example_names(attribution.as_ref(), &context, &dest);
+            let example = example::example(&reviewed_dest, &names, &changed_tests);
+            Ok::<_, TaskError>((diff, facts::test_imports(&reviewed_dest, &module), example))
         })
         .await
         // A commit the mirror lacks is the data's fault (a rejection): retrying will not bring it.
         .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))??;
-        Ok(Checkouts { _dir: dir, reviewed, fixed, fix_diff, test_imports })
+        Ok(Checkouts { _dir: dir, reviewed, fixed, fix_diff, test_imports, example })
     }
 
     /// The model's tests, up to `max_attempts` answers with feedback between them: the accepted
@@ -555,7 +590,7 @@ impl Synthesis {
         input: &TaskInput,
         history: &mut Vec<Value>,
     ) -> Result<Result<Value, &'static str>, TaskError> {
-        let mut messages = self.first_messages(i, &work.fix_diff, &work.test_imports);
+        let mut messages = self.first_messages(i, work);
         let mut last = reasons::UNPARSEABLE;
         let mut answers: Vec<String> = Vec::new();
         for attempt in 1..=self.max_attempts {

@@ -171,7 +171,7 @@ pub fn test_imports(root: &Path, module: &str) -> Vec<String> {
 
 /// The test files under `root`, in a stable order, at most [`MAX_TEST_FILES`]; `.git` and
 /// hidden directories are not entered.
-fn test_files(root: &Path) -> Vec<std::path::PathBuf> {
+pub(crate) fn test_files(root: &Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     let mut dirs = vec![root.to_path_buf()];
     while let Some(dir) = dirs.pop() {

@@ -6,6 +6,7 @@
 //! them to the model and the sandbox is the `test_synthesis` stage.
 
 pub mod answer;
+pub mod example;
 pub mod facts;
 pub mod judge;
 pub mod observed;
