@@ -123,6 +123,42 @@ fn the_filter_keeps_drops_reasks_and_retries_and_then_replays() {
 }
 
 #[test]
+fn a_prompt_longer_than_the_models_context_is_a_rejection_asked_once() {
+    // llama.cpp's refusal, whose numeric `code` async-openai's own error type cannot read.
+    let refusal = r#"{"error":{"code":400,"message":"request (9120 tokens) exceeds the available context size (8192 tokens), try increasing it","type":"exceed_context_size_error"}}"#;
+    let server = Server::responding(move |request| {
+        if marker(request) == "KEEP-ME" {
+            Reply::Answer(
+                "{\"verdict\": \"keep\", \"category\": \"robustness\", \"reason\": \"crash\"}".into(),
+            )
+        } else {
+            Reply::Status(400, vec![], refusal.to_string())
+        }
+    });
+    let s = Scratch::new();
+    pipeline(&s, &server.base_url);
+    let comment = |text: &str| json!({"text": text, "path": "a.py", "diff_hunk": "@@ -1 +1 @@\n-y = 2\n+y = 3", "line": 1});
+    let record = json!({
+        "instance_id": "o__r-2", "repo": "o/r", "title": "T", "base_commit": "a",
+        "commit_to_review": {"head_commit": "b"}, "merged_commit": "c",
+        "reference_review_comments": [comment("KEEP-ME: crashes on empty input"), comment("DROP-ME: a huge comment")]
+    });
+    s.write("items.jsonl", &format!("{record}\n"));
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "a refused prompt is a result, not an error: {}", stderr(&out));
+    let calls = |m: &str| server.requests().iter().filter(|r| marker(r) == m).count();
+    assert_eq!(calls("DROP-ME"), 1, "the same request is refused again: never retried");
+    let report: Value =
+        serde_json::from_slice(&s.curate(&["report", "p.yaml", "--format", "json"]).stdout).unwrap();
+    let row = &report["funnel"][1];
+    assert_eq!((row["comments"].as_u64(), row["rejected"].as_u64()), (Some(1), Some(1)), "{row}");
+    let reason = row["reasons"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("longer than the model's context") && reason.contains("9120 tokens"), "{reason}");
+    assert_eq!(s.curate(&["run", "p.yaml"]).status.code(), Some(0));
+    assert_eq!(calls("DROP-ME"), 1, "a rejection is final: the next run does not ask again");
+}
+
+#[test]
 fn a_replay_miss_is_an_error_naming_the_request() {
     let server = Server::start(vec![], None);
     let s = Scratch::new();

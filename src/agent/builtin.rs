@@ -105,7 +105,7 @@ impl BuiltinAgent {
         let mut transcript = Vec::new();
         for step in 1..=self.max_steps {
             let request = self.request(messages.clone(), attempt);
-            let (answer, _) = self.llm.chat(&request).await.map_err(|e| TaskError::infra(e.to_string()))?;
+            let (answer, _) = self.llm.chat(&request).await?;
             meter.add(answer.usage.into());
             let (edits, mut errors) = parse_any(&answer.text, &whole, answer.truncated);
             if edits.is_empty() && errors.is_empty() {
@@ -192,11 +192,7 @@ impl BuiltinAgent {
             ]);
             let mut messages = self.prompt.render(&values);
             for step in 1..=self.max_steps {
-                let (answer, _) = self
-                    .llm
-                    .chat(&self.request(messages.clone(), attempt))
-                    .await
-                    .map_err(|e| TaskError::infra(e.to_string()))?;
+                let (answer, _) = self.llm.chat(&self.request(messages.clone(), attempt)).await?;
                 meter.add(answer.usage.into());
                 let outcome = rewrite::rewritten(&answer.text, &original, answer.truncated);
                 transcript.push(json!({

@@ -18,7 +18,7 @@ use tokio::sync::OnceCell;
 
 use super::cache::ResponseCache;
 use super::retry::RetryPolicy;
-use super::transport::{Endpoint, Transport};
+use super::transport::{Endpoint, Transport, exceeds_context};
 use super::types::{Answer, CacheMode, ChatRequest, LlmSettings, Message, TokenLogprob, Usage};
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -29,6 +29,10 @@ pub enum LlmError {
     ReplayMiss { hash: String },
     #[error("the model server failed: {0}")]
     Failed(String),
+    /// The server refused the request as longer than the model's context: the same request will
+    /// be refused again, so this is the input's doing, not the server's.
+    #[error("the prompt is longer than the model's context: {0}")]
+    ContextExceeded(String),
     /// Without its recording a later replay would miss with no clue why, so the call fails and the
     /// next run asks again.
     #[error(
@@ -167,6 +171,7 @@ impl Llm {
                     attempt += 1;
                 }
                 Err(Miss::Retry(reason) | Miss::Fail(reason)) => return Err(LlmError::Failed(reason)),
+                Err(Miss::TooLong(reason)) => return Err(LlmError::ContextExceeded(reason)),
             }
         }
     }
@@ -205,11 +210,13 @@ impl Llm {
 enum Miss {
     Retry(String),
     Fail(String),
+    TooLong(String),
 }
 
 impl Miss {
     fn of(e: &OpenAIError) -> Miss {
         match e {
+            OpenAIError::ApiError(api) if exceeds_context(&api.api_error) => Miss::TooLong(describe(e)),
             // The transport has retried these as far as the policy allows.
             OpenAIError::ApiError(_) | OpenAIError::Reqwest(_) | OpenAIError::InvalidArgument(_) => {
                 Miss::Fail(describe(e))

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use async_openai::error::OpenAIError;
+use async_openai::error::{ApiError, ApiErrorResponse, OpenAIError};
 use async_openai::middleware::HttpRequestFactory;
 use reqwest::Response;
 use tokio::sync::Semaphore;
@@ -100,6 +100,46 @@ impl Endpoint {
     }
 }
 
+/// A 4xx response (429 aside) as async-openai's error, its fields read from whatever JSON the
+/// server sent: `{"error": {...}}` or the object alone, `code` a string or a number; a body that
+/// is no JSON is the message.
+async fn refusal(response: Response) -> OpenAIError {
+    let status = response.status();
+    let body = match response.text().await {
+        Ok(body) => body,
+        Err(e) => return OpenAIError::Reqwest(e),
+    };
+    OpenAIError::ApiError(ApiErrorResponse { status_code: status, api_error: api_error(&body) })
+}
+
+/// The error object of a refusal's `body`.
+fn api_error(body: &str) -> ApiError {
+    let value: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    let object = value.get("error").filter(|e| e.is_object()).unwrap_or(&value);
+    let text = |key: &str| match object.get(key) {
+        Some(serde_json::Value::String(s)) => Some(s.clone()),
+        Some(serde_json::Value::Null) | None => None,
+        Some(other) => Some(other.to_string()),
+    };
+    let message =
+        text("message").unwrap_or_else(|| body.chars().take(500).collect::<String>().trim().to_string());
+    ApiError { message, r#type: text("type"), param: text("param"), code: text("code"), misalignment: None }
+}
+
+/// Whether a refusal says the request is longer than the model's context: llama.cpp's
+/// `exceed_context_size_error`, OpenAI's `context_length_exceeded`, vLLM's "maximum context
+/// length". Asking again cannot help: the same request is as long the next time.
+pub fn exceeds_context(error: &ApiError) -> bool {
+    let text = format!(
+        "{} {} {}",
+        error.r#type.as_deref().unwrap_or(""),
+        error.code.as_deref().unwrap_or(""),
+        error.message
+    )
+    .to_lowercase();
+    text.contains("context") && ["exceed", "maximum", "too long"].iter().any(|w| text.contains(w))
+}
+
 /// The tower service async-openai sends through: one client's HTTP connection pool and retry
 /// policy, over its endpoint's shared limits.
 #[derive(Clone)]
@@ -137,6 +177,10 @@ impl Transport {
                     }
                     self.retry.delay(attempt, retry_after(&r))
                 }
+                // A refusal is read here, not by async-openai: servers disagree on the error
+                // object's shape (llama.cpp's `code` is a number), and a body that does not parse
+                // would be retried as if the answer had been cut.
+                Ok(r) if r.status().is_client_error() => return Err(refusal(r).await),
                 Ok(r) => return Ok(r),
                 Err(e) if e.is_builder() => return Err(OpenAIError::Reqwest(e)),
                 Err(e) => {
@@ -168,6 +212,22 @@ impl tower::Service<HttpRequestFactory> for Transport {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn refusals_of_every_server_shape_are_read_and_a_long_prompt_is_told() {
+        let llama = r#"{"error":{"code":400,"message":"request (9000 tokens) exceeds the available context size (8192 tokens), try increasing it","type":"exceed_context_size_error"}}"#;
+        let e = super::api_error(llama);
+        assert_eq!(e.code.as_deref(), Some("400"));
+        assert!(super::exceeds_context(&e), "{e:?}");
+        let openai = r#"{"error":{"message":"This model's maximum context length is 4097 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+        assert!(super::exceeds_context(&super::api_error(openai)));
+        let bare = super::api_error(r#"{"message":"unknown model","code":null}"#);
+        assert_eq!((bare.message.as_str(), bare.code.as_deref()), ("unknown model", None));
+        assert!(!super::exceeds_context(&bare));
+        let page = super::api_error("<html>400 Bad Request</html>");
+        assert_eq!(page.message, "<html>400 Bad Request</html>");
+        assert!(!super::exceeds_context(&page));
+    }
+
     use super::*;
 
     #[test]

@@ -221,8 +221,7 @@ impl Attribution {
         ]);
         let mut messages = self.prompt.render(&values);
         for attempt in 0..2 {
-            let (answer, _) =
-                self.llm.chat(&self.llm.request(messages.clone())).await.map_err(TaskError::infra)?;
+            let (answer, _) = self.llm.chat(&self.llm.request(messages.clone())).await?;
             input.meter.add(answer.usage.into());
             match read_choice(&answer.text, found.len()) {
                 Some(chosen) if chosen.is_empty() => {

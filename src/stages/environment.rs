@@ -35,9 +35,9 @@ use crate::exec::docker::image_exists;
 use crate::exec::hosts::{BuildPlace, Hosts};
 use crate::exec::sandbox::run;
 use crate::exec::testrun::{REPO, env_spec, tree_files};
-use crate::llm::LlmSpec;
 use crate::llm::client::Llm;
 use crate::llm::prompt::Template;
+use crate::llm::{LlmError, LlmSpec};
 use crate::record::PullRequest;
 use crate::repo::{Mirrors, working_files};
 
@@ -270,11 +270,10 @@ impl Advisor {
             ("pythons", pythons.join(", ")),
         ]);
         let request = self.llm.request(self.template.render(&values));
-        let (answer, _) = self
-            .llm
-            .chat(&request)
-            .await
-            .map_err(|e| TaskError::infra(format!("the model's repair step: {e}")))?;
+        let (answer, _) = self.llm.chat(&request).await.map_err(|e| match e {
+            LlmError::ContextExceeded(_) => TaskError::reject(format!("the model's repair step: {e}")),
+            e => TaskError::infra(format!("the model's repair step: {e}")),
+        })?;
         meter.add(answer.usage.into());
         Ok((model_repair::read_answer(&answer.text, suites), answer.text))
     }

@@ -74,3 +74,15 @@ impl From<crate::llm::Usage> for crate::engine::stage::Usage {
         crate::engine::stage::Usage { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens }
     }
 }
+
+/// A model call's failure decides the task's: a prompt longer than the model's context is the
+/// input's doing and is refused again on every run (a rejection, with the server's words); any
+/// other failure is the server's or the cache's, and the next run asks again.
+impl From<crate::llm::LlmError> for TaskError {
+    fn from(e: crate::llm::LlmError) -> TaskError {
+        match e {
+            crate::llm::LlmError::ContextExceeded(_) => TaskError::reject(e.to_string()),
+            other => TaskError::infra(other),
+        }
+    }
+}

@@ -137,8 +137,7 @@ impl AsyncStage for Review {
                     ("pr_body", pr.body.clone()),
                     ("patch", pr.patch.clone().unwrap_or_default()),
                 ]);
-                let (answer, _) =
-                    llm.chat(&llm.request(prompt.render(&values))).await.map_err(TaskError::infra)?;
+                let (answer, _) = llm.chat(&llm.request(prompt.render(&values))).await?;
                 input.meter.add(answer.usage.into());
                 let found = findings(&answer.text);
                 let failure = found.is_empty().then(|| "the answer held no review comments".to_string());

@@ -672,7 +672,7 @@ impl Synthesis {
             seed: Some(request.seed.unwrap_or(0) + CANDIDATE_SEEDS * i64::from(attempt) + i64::from(k)),
             ..request
         };
-        let (answer, _) = self.llm.chat(&sampled).await.map_err(TaskError::infra)?;
+        let (answer, _) = self.llm.chat(&sampled).await?;
         input.meter.add(answer.usage.into());
         Ok(answer)
     }
@@ -688,7 +688,7 @@ impl Synthesis {
         input: &TaskInput,
     ) -> Result<crate::llm::Answer, TaskError> {
         let mut request = self.llm.request(messages.to_vec());
-        let (mut answer, _) = self.llm.chat(&request).await.map_err(TaskError::infra)?;
+        let (mut answer, _) = self.llm.chat(&request).await?;
         input.meter.add(answer.usage.into());
         // Cut off before its first test ended: asked once more with room for it.
         if let Some(cap) = self.cut_off_max_tokens.filter(|c| *c > request.max_tokens)
@@ -696,7 +696,7 @@ impl Synthesis {
             && test_code(&answer.text, true).is_err()
         {
             request.max_tokens = cap;
-            (answer, _) = self.llm.chat(&request).await.map_err(TaskError::infra)?;
+            (answer, _) = self.llm.chat(&request).await?;
             input.meter.add(answer.usage.into());
         }
         if !repeats(&answer.text, earlier) {
@@ -707,7 +707,7 @@ impl Synthesis {
             seed: request.seed.map(|s| s + earlier.len() as i64),
             ..request
         };
-        let (answer, _) = self.llm.chat(&resampled).await.map_err(TaskError::infra)?;
+        let (answer, _) = self.llm.chat(&resampled).await?;
         input.meter.add(answer.usage.into());
         Ok(answer)
     }

@@ -358,7 +358,7 @@ impl Stage for ReviewFilter {
                     input.meter.add(usage.into());
                     Outcome::rejected("unparseable")
                 }
-                Err(e) => Outcome::Errored { error: e.to_string() },
+                Err(e) => Outcome::from(Err::<serde_json::Value, super::TaskError>(e.into())),
             }
         })
     }
