@@ -186,6 +186,7 @@ mod tests {
             how: "position".into(),
             changes: vec![AttributedChange {
                 path: "a.py".into(),
+                old_path: None,
                 added: vec![3, 4],
                 removed: vec![3],
                 new_start: 1,
@@ -196,6 +197,7 @@ mod tests {
             how: "model".into(),
             changes: vec![AttributedChange {
                 path: "a.py".into(),
+                old_path: None,
                 added: vec![4],
                 removed: vec![],
                 new_start: 1,

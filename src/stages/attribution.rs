@@ -158,20 +158,30 @@ fn numbered(candidates: &[Hunk]) -> String {
         .join("\n\n")
 }
 
+/// What is stored: the contract downstream stages read, and how its changes were found.
+#[derive(Serialize)]
+struct Record {
+    #[serde(flatten)]
+    attribution: contract::Attribution,
+    among: Candidates,
+    candidates: usize,
+}
+
 /// The record downstream stages read.
-fn record(chosen: &[Hunk], how: &str, among: Candidates, candidates: usize) -> Value {
-    json!({
-        "how": how,
-        "among": among,
-        "candidates": candidates,
-        "changes": chosen.iter().map(|h| json!({
-            "path": h.path(),
-            "old_path": h.old_path,
-            "added": h.added.iter().map(|(n, _)| n).collect::<Vec<_>>(),
-            "removed": h.removed.iter().map(|(n, _)| n).collect::<Vec<_>>(),
-            "new_start": h.new_start,
-        })).collect::<Vec<_>>(),
-    })
+fn record(chosen: &[Hunk], how: &str, among: Candidates, candidates: usize) -> Result<Value, TaskError> {
+    let changes = chosen
+        .iter()
+        .map(|h| contract::AttributedChange {
+            path: h.path().to_string(),
+            old_path: h.old_path.clone(),
+            added: h.added.iter().map(|(n, _)| *n).collect(),
+            removed: h.removed.iter().map(|(n, _)| *n).collect(),
+            new_start: h.new_start,
+        })
+        .collect();
+    let record =
+        Record { attribution: contract::Attribution { how: how.to_string(), changes }, among, candidates };
+    serde_json::to_value(record).map_err(|e| TaskError::infra(format!("cannot store the attribution: {e}")))
 }
 
 impl Attribution {
@@ -210,7 +220,7 @@ impl Attribution {
                 Candidates::File => "the only change in the file",
                 Candidates::Fix => "the only change of the fix",
             };
-            return Ok(record(&found, how, among, 1));
+            return record(&found, how, among, 1);
         }
         found.truncate(MAX_CANDIDATES);
         let values = BTreeMap::from([
@@ -232,7 +242,7 @@ impl Attribution {
                 }
                 Some(chosen) => {
                     let picked: Vec<Hunk> = chosen.iter().map(|k| found[k - 1].clone()).collect();
-                    return Ok(record(&picked, "model", among, found.len()));
+                    return record(&picked, "model", among, found.len());
                 }
                 None if attempt == 0 => {
                     messages.push(Message::assistant(answer.text));

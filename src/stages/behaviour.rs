@@ -15,7 +15,7 @@
 
 use std::sync::Arc;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use serde_yaml::Mapping;
 
@@ -43,6 +43,24 @@ struct Config {
 
 fn default_shown() -> usize {
     4
+}
+
+/// What is stored: the contract, and what the probe ran to find it.
+#[derive(Serialize)]
+struct Record {
+    #[serde(flatten)]
+    observed: contract::Observed,
+    module: String,
+    targets: Vec<String>,
+    /// Calls made on the fixed code.
+    calls: usize,
+    differing: usize,
+    /// Of the differing calls, those the comment's own change causes, when that was checked.
+    caused_by_change: Option<usize>,
+    all_differences: Vec<observed::Difference>,
+    /// The probe's errors and seconds: fixed, reviewed, and with the comment's change undone.
+    errors: [Option<String>; 3],
+    seconds: [Option<f64>; 3],
 }
 
 struct Behaviour {
@@ -152,17 +170,23 @@ impl Behaviour {
             _ => all.clone(),
         };
         let chosen = observed::chosen(&caused, self.shown);
-        Ok(json!({
-            "differences": chosen,
-            "module": module,
-            "targets": on_fixed.targets,
-            "calls": on_fixed.calls.len(),
-            "differing": all.len(),
-            "caused_by_change": partial_run.as_ref().map(|_| caused.len()),
-            "all_differences": all,
-            "errors": [on_fixed.error, on_reviewed.error, partial_run.as_ref().and_then(|p| p.error.clone())],
-            "seconds": [on_fixed.seconds, on_reviewed.seconds, partial_run.as_ref().map(|p| p.seconds)],
-        }))
+        let record = Record {
+            observed: contract::Observed { differences: chosen },
+            module,
+            targets: on_fixed.targets,
+            calls: on_fixed.calls.len(),
+            differing: all.len(),
+            caused_by_change: partial_run.as_ref().map(|_| caused.len()),
+            all_differences: all,
+            errors: [on_fixed.error, on_reviewed.error, partial_run.as_ref().and_then(|p| p.error.clone())],
+            seconds: [
+                Some(on_fixed.seconds),
+                Some(on_reviewed.seconds),
+                partial_run.as_ref().map(|p| p.seconds),
+            ],
+        };
+        serde_json::to_value(record)
+            .map_err(|e| TaskError::infra(format!("cannot store the probe's calls: {e}")))
     }
 }
 
@@ -191,6 +215,7 @@ mod tests {
     fn the_attributed_changes_of_the_commented_file_are_the_changed_lines() {
         let change = |path: &str, added: Vec<u64>, removed: Vec<u64>| contract::AttributedChange {
             path: path.into(),
+            old_path: None,
             added,
             removed,
             new_start: 1,

@@ -6,8 +6,7 @@
 
 use std::sync::Arc;
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use serde_yaml::Mapping;
 
 use super::contract::{self, Contract};
@@ -17,7 +16,7 @@ use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
 use crate::record::{PullRequest, ReviewComment};
-use crate::repo::align::{align, window};
+use crate::repo::align::{Side, align, window};
 use crate::repo::{Mirrors, PathFate, RepoError};
 
 #[derive(Deserialize)]
@@ -30,6 +29,20 @@ struct Config {
 
 fn default_context() -> u64 {
     10
+}
+
+/// What is stored: the contract, and where the commented code was found.
+#[derive(Serialize)]
+struct Record {
+    #[serde(flatten)]
+    comment: contract::CommentContext,
+    side: Side,
+    /// How far the hunk had moved in the file.
+    moved: i64,
+    /// The commented code, and the lines around it from `context_start` on.
+    code: String,
+    context_start: u64,
+    context: String,
 }
 
 struct CommentContext {
@@ -109,19 +122,23 @@ fn context(mirrors: &Mirrors, input: &TaskInput, around: u64) -> Outcome {
         Err(e) => return reject(e.to_string()),
     };
     let (context_start, code_context) = window(&before, aligned.start, aligned.end, around);
-    Outcome::Kept {
-        output: json!({
-            "path": path,
-            "fixed_path": fixed_path,
-            "side": aligned.side,
-            "start_line": aligned.start,
-            "end_line": aligned.end,
-            "moved": aligned.moved,
-            "code": aligned.code,
-            "context_start": context_start,
-            "context": code_context,
-            "file_before": before,
-            "file_after": after.map_or(Value::Null, Value::String),
-        }),
+    let record = Record {
+        comment: contract::CommentContext {
+            path,
+            fixed_path: Some(fixed_path),
+            start_line: aligned.start,
+            end_line: aligned.end,
+            file_before: before,
+            file_after: after,
+        },
+        side: aligned.side,
+        moved: aligned.moved,
+        code: aligned.code,
+        context_start,
+        context: code_context,
+    };
+    match serde_json::to_value(record) {
+        Ok(output) => Outcome::Kept { output },
+        Err(e) => Outcome::Errored { error: format!("cannot store the comment's context: {e}") },
     }
 }

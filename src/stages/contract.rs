@@ -74,6 +74,9 @@ pub struct Attribution {
 pub struct AttributedChange {
     /// The file at the fixed commit (its old name for a deletion).
     pub path: String,
+    /// Its name at the reviewed commit, when the fix renamed it or the diff names it.
+    #[serde(default)]
+    pub old_path: Option<String>,
     /// Added lines, numbered in the fixed file.
     pub added: Vec<u64>,
     /// Removed lines, numbered in the reviewed file.
