@@ -47,6 +47,9 @@ pub struct ReviewComment {
     pub original_start_line: Option<u64>,
     /// Position among the PR's comments, from 1.
     pub index: usize,
+    /// Whether the PR's own author wrote it, when the source says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_pr_author: Option<bool>,
     #[serde(default)]
     pub extra: Map<String, Value>,
 }

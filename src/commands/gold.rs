@@ -28,6 +28,9 @@ struct GoldComment {
     comment: String,
     label: String,
     category: Option<String>,
+    /// Whether the PR's own author wrote it, where the row says.
+    #[serde(default)]
+    by_pr_author: Option<bool>,
 }
 
 /// A split's figures for one way of deciding.
@@ -76,8 +79,14 @@ async fn judge_all(
         let (filter, comments, bar) = (filter.clone(), comments.clone(), bar.clone());
         async move {
             let c = &comments[i];
-            let fields =
-                Fields { pr_title: &c.pr_title, path: &c.path, diff_hunk: &c.diff_hunk, comment: &c.comment };
+            let fields = Fields {
+                pr_title: &c.pr_title,
+                path: &c.path,
+                diff_hunk: &c.diff_hunk,
+                comment: &c.comment,
+                by_pr_author: c.by_pr_author,
+                lines: None,
+            };
             let judged = filter.judge(&fields).await.map_err(|e| e.to_string());
             bar.inc(1);
             judged

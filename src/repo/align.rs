@@ -213,6 +213,7 @@ mod tests {
             original_line: line,
             original_start_line: start,
             index: 1,
+            by_pr_author: None,
             extra: Default::default(),
         }
     }

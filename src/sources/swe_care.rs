@@ -72,6 +72,9 @@ struct RawComment {
     start_line: Option<u64>,
     original_line: Option<u64>,
     original_start_line: Option<u64>,
+    /// Not in SWE-CARE's own files; a collection that knows the authors may say.
+    #[serde(default)]
+    by_pr_author: Option<bool>,
 }
 
 /// Fields mapped into the common record; everything else goes to `extra` as it was.
@@ -168,6 +171,7 @@ fn parse(file: &Path, bytes: &[u8]) -> Ingest {
                 original_line: c.original_line,
                 original_start_line: c.original_start_line,
                 index: i + 1,
+                by_pr_author: c.by_pr_author,
                 extra: Map::new(),
             };
             let data = serde_json::to_value(&comment).unwrap_or(Value::Null);

@@ -182,6 +182,7 @@ impl SwePrBench {
                 original_line: c.line,
                 original_start_line: None,
                 index: i + 1,
+                by_pr_author: None,
                 extra,
             };
             let data = serde_json::to_value(&comment).unwrap_or(Value::Null);

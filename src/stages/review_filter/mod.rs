@@ -11,6 +11,7 @@
 
 pub mod calibration;
 pub mod rules;
+pub mod suggestion;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -70,6 +71,11 @@ pub struct Config {
     pub precision_bar: f64,
     /// The keep threshold recorded by `curate gold --record`; without it the model's word decides.
     pub calibration: Option<PathBuf>,
+    /// Decide from facts of the PR too, before the wording: a comment by the PR's own author is
+    /// dropped, and a suggestion block by what it changes against the lines it would replace
+    /// (layout only: dropped; other tokens: never dropped as a bare suggestion).
+    #[serde(default)]
+    pub pr_facts: bool,
     #[serde(default)]
     pub llm: LlmSpec,
 }
@@ -87,6 +93,8 @@ pub struct Filter {
     template: Template,
     /// SHA-256 of the prompt file: a calibration is valid for this prompt only.
     pub prompt_sha256: String,
+    /// Facts of the PR decide before the wording (`Config::pr_facts`).
+    pr_facts: bool,
 }
 
 /// What the model decided.
@@ -133,6 +141,10 @@ pub struct Fields<'a> {
     pub path: &'a str,
     pub diff_hunk: &'a str,
     pub comment: &'a str,
+    /// Whether the PR's own author wrote the comment, when the source says.
+    pub by_pr_author: Option<bool>,
+    /// How many lines the comment is on, when the source says (a suggestion replaces them).
+    pub lines: Option<usize>,
 }
 
 /// Words models use for the paper's categories.
@@ -233,11 +245,23 @@ impl Filter {
         let prompt_sha256 = hex::encode(sha2::Sha256::digest(&prompt));
         let settings = ctx.llm.merged(&config.llm).settings();
         let llm = Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("llm", e))?;
-        Ok(Filter { llm: Arc::new(llm), template, prompt_sha256 })
+        Ok(Filter { llm: Arc::new(llm), template, prompt_sha256, pr_facts: config.pr_facts })
+    }
+
+    /// The rule that drops the comment before the model is asked, if one does.
+    fn rule(&self, fields: &Fields<'_>) -> Option<rules::Rule> {
+        if !self.pr_facts {
+            return rules::drop_rule(fields.comment);
+        }
+        let change = suggestion::change(fields.comment, fields.diff_hunk, fields.path, fields.lines);
+        rules::fact_rule(fields.by_pr_author, change).or_else(|| {
+            rules::drop_rule(fields.comment)
+                .filter(|r| !(*r == rules::SUGGESTION && change == suggestion::Change::Tokens))
+        })
     }
 
     pub async fn judge(&self, fields: &Fields<'_>) -> Result<Judgement, LlmError> {
-        if let Some(rule) = rules::drop_rule(fields.comment) {
+        if let Some(rule) = self.rule(fields) {
             return Ok(Judgement::Rule(rule));
         }
         let values = BTreeMap::from([
@@ -332,6 +356,11 @@ impl Stage for ReviewFilter {
                 path: comment.path.as_deref().unwrap_or(""),
                 diff_hunk: comment.diff_hunk.as_deref().unwrap_or(""),
                 comment: &comment.text,
+                by_pr_author: comment.by_pr_author,
+                lines: comment
+                    .line
+                    .zip(comment.start_line)
+                    .map(|(end, start)| (end + 1).saturating_sub(start) as usize),
             };
             match filter.judge(&fields).await {
                 Ok(Judgement::Rule(rule)) => {

@@ -23,8 +23,14 @@ const DEFERRED: Rule = Rule { name: "deferred", reason: "defers the work to late
 const QUESTION: Rule = Rule { name: "question", reason: "asks why or where, naming no failing case" };
 const NIT: Rule = Rule { name: "nit", reason: "a nit with no behaviour named" };
 const REPLY: Rule = Rule { name: "reply", reason: "a reply to the comment it quotes" };
-const SUGGESTION: Rule =
+pub const SUGGESTION: Rule =
     Rule { name: "suggestion", reason: "a suggestion block with no word saying what is wrong" };
+const AUTHOR: Rule =
+    Rule { name: "author", reason: "written by the PR's own author: an answer, not a review" };
+const LAYOUT: Rule = Rule {
+    name: "layout",
+    reason: "a suggestion with the same tokens as the lines it replaces: only their layout changes",
+};
 const VAGUE: Rule = Rule { name: "vague", reason: "hedged, naming no code, value or failing case" };
 
 /// Words that hedge: a comment built on one of them and naming nothing is a musing, not a report.
@@ -176,6 +182,15 @@ fn outside_fences(comment: &str) -> String {
     comment.split("```").step_by(2).collect::<Vec<_>>().join(" ")
 }
 
+/// The rule that drops a comment by a fact of its PR, if one does: it is the PR's author's, or its
+/// suggestion changes only the layout of the lines it replaces.
+pub fn fact_rule(by_pr_author: Option<bool>, suggestion: super::suggestion::Change) -> Option<Rule> {
+    if by_pr_author == Some(true) {
+        return Some(AUTHOR);
+    }
+    (suggestion == super::suggestion::Change::Layout).then_some(LAYOUT)
+}
+
 /// The rule that drops `comment`, if one does.
 pub fn drop_rule(comment: &str) -> Option<Rule> {
     // Quoted lines are the comment being replied to, not this one.
@@ -270,6 +285,15 @@ mod tests {
             Some("process"),
             "`hang` is not a concern inside `changelog`"
         );
+    }
+
+    #[test]
+    fn facts_of_the_pr_drop_the_authors_answers_and_layout_only_suggestions() {
+        use super::super::suggestion::Change;
+        assert_eq!(fact_rule(Some(true), Change::Tokens), Some(AUTHOR), "the author's, whatever it says");
+        assert_eq!(fact_rule(Some(false), Change::Layout), Some(LAYOUT));
+        assert_eq!(fact_rule(None, Change::Tokens), None);
+        assert_eq!(fact_rule(Some(false), Change::Unknown), None);
     }
 
     #[test]
