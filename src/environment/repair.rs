@@ -390,6 +390,46 @@ pub fn repin_to_pr_date(log: &str, so_far: &Fixes, pin: &str, pr_date: Option<&s
     })
 }
 
+/// What in a failed build's log says the interpreter's version is to blame: a distribution that
+/// declares other Pythons, no wheel for this one, C code written against another's API, a module
+/// or name this Python no longer has, syntax it no longer reads. Only such a failure moves the
+/// build to another Python; any other spends a repair on an error the first Python did not have.
+const VERSION_MARKERS: [&str; 27] = [
+    "requires-python",
+    "requires a different python",
+    "python_requires",
+    "the current python version",
+    "not supported on python",
+    "unsupported python",
+    "only supports python",
+    "python.h",
+    "failed building wheel",
+    "failed to build",
+    "error: command",
+    "gcc' failed",
+    "cython",
+    "longintrepr",
+    "no module named 'distutils'",
+    "no module named 'imp'",
+    "no module named 'asynchat'",
+    "has no attribute 'mapping'",
+    "cannot import name 'mapping'",
+    "cannot import name 'iterable'",
+    "cannot import name 'getargspec'",
+    "has no attribute 'getargspec'",
+    "syntaxerror",
+    "abi tag",
+    "no wheels",
+    "has no wheel",
+    "required field \"lineno\" missing",
+];
+
+/// Whether the failure `log` is one another Python may cure ([`VERSION_MARKERS`]).
+pub fn python_explains(log: &str) -> bool {
+    let log = log.to_lowercase();
+    VERSION_MARKERS.iter().any(|m| log.contains(m))
+}
+
 /// A repair for a failed step's log, if a rule knows one. `own` are the project's own top-level
 /// modules: a missing one is the project's fault, not a dependency to add. `so_far` are the
 /// repairs made already; `wheels_since` is when wheels for this Python became common.
@@ -577,6 +617,18 @@ fn system(packages: &[&str], because: String) -> Fix {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_failure_a_version_explains_asks_for_another_python() {
+        assert!(python_explains("ERROR: Package 'x' requires a different Python: 3.11.2 not in '<3.8'"));
+        assert!(python_explains("numpy/core/src/x.c:12: fatal error: longintrepr.h: No such file"));
+        assert!(python_explains("ImportError: cannot import name 'Mapping' from 'collections'"));
+        assert!(python_explains("TypeError: required field \"lineno\" missing from alias"));
+        assert!(!python_explains(
+            "RuntimeError: the watchdog backend must be installed via pip install project[watch]"
+        ));
+        assert!(!python_explains("FAILED tests/test_a.py::test_b - assert 1 == 2"));
+    }
 
     const W: &str = "2023-01-01T00:00:00Z";
 

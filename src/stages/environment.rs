@@ -26,7 +26,8 @@ use crate::environment::recipe::suites_by_date;
 use crate::environment::recipe::{Recipe, instance_tag, repaired_recipe, rfc3339, version_from_describe};
 use crate::environment::related::{importing_tests, related_tests};
 use crate::environment::repair::{
-    Fix, Fixes, diagnose, first_error, legacy_build_tools, named_extra, repin_for_wheels, repin_to_pr_date,
+    Fix, Fixes, diagnose, first_error, legacy_build_tools, named_extra, python_explains, repin_for_wheels,
+    repin_to_pr_date,
 };
 use crate::errors::ConfigError;
 use crate::exec::bootstrap::{Bootstrap, bootstrap};
@@ -205,9 +206,22 @@ struct Tried<'a> {
     used: &'a [&'static str],
 }
 
-/// The rejection of a build no repair saved: the last failure's reason, with what the checkout
-/// lacked (a submodule whose mirror is not here, say), which is often why.
-fn rejection(reason: String, missing: &[String], attempts: Vec<Value>) -> TaskError {
+/// The rejection of a build no repair saved: the last failure's reason on the first Python tried
+/// (another Python's failure is often one the first never had), with what the checkout lacked (a
+/// submodule whose mirror is not here, say), which is often why.
+fn rejection(last: String, missing: &[String], attempts: Vec<Value>) -> TaskError {
+    let python = |a: &Value| a["python"].as_str().map(str::to_string);
+    let first_python = attempts.first().and_then(python);
+    let on_first = attempts.iter().rev().find(|a| python(a) == first_python);
+    let reason = match (on_first, attempts.last()) {
+        (Some(a), Some(l)) if python(a) != python(l) => format!(
+            "{} (on Python {}; Python {} did not build either)",
+            a["failed"].as_str().unwrap_or_default(),
+            first_python.unwrap_or_default(),
+            python(l).unwrap_or_default()
+        ),
+        _ => last,
+    };
     let reason = if !missing.is_empty() && reason.contains("No such file or directory") {
         format!("{reason} (the mirrors lack {} file(s) of the checkout: {})", missing.len(), missing[0])
     } else {
@@ -446,13 +460,16 @@ impl Environment {
         // A file of the checkout that is not there is not for another Python to bring.
         let error = first_error(&failure.log);
         let missing_file = error.contains("No such file or directory") && error.contains(REPO);
-        let other_python =
-            tried.suites.iter().find(|(s, _)| !tried.used.contains(s)).filter(|_| !missing_file);
+        let other_python = tried
+            .suites
+            .iter()
+            .find(|(s, _)| !tried.used.contains(s))
+            .filter(|_| !missing_file && python_explains(&failure.log));
         if let Some(&(suite, (major, minor))) = other_python {
             let fix = Fix::Python {
                 suite: suite.into(),
                 python: format!("{major}.{minor}"),
-                because: format!("no rule knows this failure on Python {}", r.python),
+                because: format!("the failure on Python {} is one of its version", r.python),
             };
             return Ok((fixes.add(&fix), json!(fix)));
         }
@@ -577,6 +594,24 @@ impl AsyncStage for Environment {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_build_that_failed_on_two_pythons_is_rejected_with_the_first_ones_error() {
+        let attempts = vec![
+            json!({"failed": "ImportError: no module named '_cext'", "python": "3.9"}),
+            json!({"failed": "longintrepr.h: No such file", "python": "3.9"}),
+            json!({"failed": "error: metadata-generation-failed", "python": "3.13"}),
+        ];
+        let TaskError::Reject { reason, .. } =
+            rejection("error: metadata-generation-failed".into(), &[], attempts)
+        else {
+            panic!("a rejection")
+        };
+        assert_eq!(reason, "longintrepr.h: No such file (on Python 3.9; Python 3.13 did not build either)");
+        let one = vec![json!({"failed": "x", "python": "3.11"})];
+        let TaskError::Reject { reason, .. } = rejection("x".into(), &[], one) else { panic!("a rejection") };
+        assert_eq!(reason, "x", "one Python: its own error as it was");
+    }
 
     fn sh(script: &str) -> (Option<i32>, String) {
         let out = std::process::Command::new("sh").args(["-c", script]).output().unwrap();
