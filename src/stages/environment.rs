@@ -117,7 +117,9 @@ pub fn build_stage(ctx: &StageContext, config: &Mapping) -> Result<StageDef, Con
         // extra (`pip install project[extra]`) gets it; a `[pytest]` section in setup.cfg gets a
         // pytest before 4. 10: tox `deps` lines read factor first (`pypy: -r file`), and the files
         // they include. 11: an exact pin at the end of the resolver's chain of reasons is relaxed.
-        ..StageDef::new(stage, 11, Scope::Pr, Resource::Docker)
+        // 12: another Python only for a failure its version explains; a build failed on two
+        // Pythons is rejected with the first one's error.
+        ..StageDef::new(stage, 12, Scope::Pr, Resource::Docker)
     })
 }
 
