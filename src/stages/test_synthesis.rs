@@ -34,6 +34,7 @@ use crate::synthesis::answer::test_code;
 use crate::synthesis::example;
 use crate::synthesis::facts::{self, MAX_SIGNATURES};
 use crate::synthesis::judge::{Judge, JudgeError, Judged, PROJECT_TEST, Trees, verdict_name};
+use crate::synthesis::mend;
 use crate::synthesis::observed;
 use crate::synthesis::oracle::{Miss, for_feedback, reasons};
 use crate::synthesis::project;
@@ -118,6 +119,10 @@ struct Config {
     /// imports of a deep module can take half of it), it is asked once more with this cap.
     #[serde(default)]
     cut_off_max_tokens: Option<u32>,
+    /// A model's test runs with its unused imports of the project's tests left out and the
+    /// project's imports it uses but forgot put in (`synthesis::mend`).
+    #[serde(default)]
+    mend_imports: bool,
     #[serde(default)]
     llm: LlmSpec,
 }
@@ -160,6 +165,7 @@ struct Synthesis {
     timeout: Duration,
     file_lines: usize,
     cut_off_max_tokens: Option<u32>,
+    mend_imports: bool,
 }
 
 pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
@@ -194,6 +200,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         timeout: Duration::from_secs(config.timeout_secs),
         file_lines: config.file_lines,
         cut_off_max_tokens: config.cut_off_max_tokens,
+        mend_imports: config.mend_imports,
     });
     // 2: an import error on both sides is judged a broken import. 3: a cut-off answer with no
     // complete test is told so. 4: facts in the prompt (signatures, the tests' imports, the PR's
@@ -207,7 +214,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     // 12: an answer with an earlier answer's code is a repeat; a function whose set-up failed on
     // the fixed side is not split. 13: the fix's diff of the commented file cut to 120 lines, the
     // hunks nearest the comment kept. 14: one of the project's tests that calls what the comment
-    // is about, as a template (`project_example`, where the prompt has it).
+    // is about, as a template (`project_example`, where the prompt has it). 15: with
+    // `mend_imports`, unused imports of the project's tests out, forgotten project imports in.
     Ok(StageDef {
         side_effects: true,
         files: vec![
@@ -222,7 +230,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
             .into_iter()
             .chain(config.from_project_tests.then_some(contract::ProjectTests::NAME))
             .collect(),
-        ..StageDef::new(stage, 14, Scope::Comment, Resource::Llm)
+        ..StageDef::new(stage, 15, Scope::Comment, Resource::Llm)
     })
 }
 
@@ -598,9 +606,11 @@ impl Synthesis {
             answers.push(answer.text.clone());
             let asked = messages.clone();
             messages.push(Message::assistant(answer.text.clone()));
-            let first = judge_answer(judge, file, &answer).await?;
-            let mut judged =
-                self.more_candidates(judge, file, first, (&asked, attempt), &mut answers, input).await?;
+            let mend = self.mend_imports.then_some(work.test_imports.as_slice());
+            let first = judge_answer(judge, file, &answer, mend).await?;
+            let mut judged = self
+                .more_candidates(judge, (file, mend), first, (&asked, attempt), &mut answers, input)
+                .await?;
             if self.split && !judged.iter().any(|j| j.outcome.is_ok()) {
                 judged.extend(judge.one_check_at_a_time(file, &judged[0], MAX_SPLITS).await?);
             }
@@ -631,7 +641,7 @@ impl Synthesis {
     async fn more_candidates(
         &self,
         judge: &Judge<'_>,
-        file: &str,
+        (file, mend): (&str, Option<&[String]>),
         first: Judged,
         (asked, attempt): (&[Message], u32),
         answers: &mut Vec<String>,
@@ -648,7 +658,7 @@ impl Synthesis {
                     Miss { reason: reasons::REPEAT, problem: "the same answer as an earlier one.".into() };
                 Judged::unrun(json!({"answer": extra.text}), miss)
             } else {
-                judge_answer(judge, file, &extra).await?
+                judge_answer(judge, file, &extra, mend).await?
             };
             answers.push(extra.text);
             j.record["candidate"] = json!(k);
@@ -727,9 +737,13 @@ async fn judge_answer(
     judge: &Judge<'_>,
     file: &str,
     answer: &crate::llm::Answer,
+    mend_with: Option<&[String]>,
 ) -> Result<Judged, TaskError> {
     match test_code(&answer.text, answer.truncated) {
-        Ok(code) => Ok(judge.file(file, code).await?),
+        Ok(code) => {
+            let code = mend_with.map_or_else(|| code.clone(), |imports| mend::mended(&code, imports));
+            Ok(judge.file(file, code).await?)
+        }
         Err(why) => {
             let miss = Miss { reason: reasons::UNPARSEABLE, problem: format!("{why}.") };
             Ok(Judged::unrun(json!({"answer": answer.text}), miss))
@@ -795,6 +809,7 @@ mod tests {
             timeout: Duration::from_secs(5),
             file_lines: 20,
             cut_off_max_tokens: None,
+            mend_imports: false,
         };
         let missing = "0123456789abcdef0123456789abcdef01234567";
         let pr = json!({"repo": "o/r", "title": "t", "body": "", "base_commit": head, "head_commit": head, "fixed_commit": missing});

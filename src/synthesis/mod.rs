@@ -9,6 +9,7 @@ pub mod answer;
 pub mod example;
 pub mod facts;
 pub mod judge;
+pub mod mend;
 pub mod observed;
 pub mod oracle;
 pub mod partial;
