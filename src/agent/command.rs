@@ -14,7 +14,7 @@ use super::{Agent, AgentFuture, AgentTask, PLACEHOLDERS, Revision};
 use crate::context::StageContext;
 use crate::engine::stage::{Meter, TaskError};
 use crate::errors::ConfigError;
-use crate::exec::host::run_shell;
+use crate::exec::process::run_shell;
 use crate::llm::prompt::Template;
 use crate::repo::workspace::working_diff;
 

@@ -112,7 +112,7 @@ impl Stage for Exec {
                     Ok(result) => result,
                     Err(_) => {
                         if let Some(pgid) = pgid {
-                            crate::exec::host::kill_group(pgid);
+                            crate::exec::process::kill_group(pgid);
                         }
                         return Outcome::Errored {
                             error: format!("timed out after {}s and was killed", t.as_secs()),

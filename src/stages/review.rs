@@ -20,7 +20,7 @@ use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
-use crate::exec::host::{HostError, run_shell};
+use crate::exec::process::{HostError, run_shell};
 use crate::llm::LlmSpec;
 use crate::llm::client::Llm;
 use crate::llm::prompt::Template;
