@@ -355,8 +355,8 @@ fn a_failure_no_rule_knows_is_tried_on_another_python_and_a_legacy_setup_py_is_b
     let test = "def test_one():\n    assert True\n";
     let run = |name: &str, files: &[(&str, &str)]| curate_project(&s, name, files, None);
 
-    // Tests that cannot run on the Python of the pin's date (2024: 3.11); the project's range
-    // leaves one other, 3.9, which they run on.
+    // Tests that cannot run on the Python of the pin's date (2024: 3.11), as their check of
+    // `sys.version_info` says; the project's range leaves one other, 3.9, which they run on.
     let (state, o) = run(
         "notonthree11",
         &[

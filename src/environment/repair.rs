@@ -392,9 +392,12 @@ pub fn repin_to_pr_date(log: &str, so_far: &Fixes, pin: &str, pr_date: Option<&s
 
 /// What in a failed build's log says the interpreter's version is to blame: a distribution that
 /// declares other Pythons, no wheel for this one, C code written against another's API, a module
-/// or name this Python no longer has, syntax it no longer reads. Only such a failure moves the
+/// or name this Python no longer has, syntax it no longer reads, code that checks the version or
+/// says "this Python". Only such a failure moves the
 /// build to another Python; any other spends a repair on an error the first Python did not have.
-const VERSION_MARKERS: [&str; 27] = [
+const VERSION_MARKERS: [&str; 29] = [
+    "sys.version_info",
+    "this python",
     "requires-python",
     "requires a different python",
     "python_requires",
@@ -624,6 +627,7 @@ mod tests {
         assert!(python_explains("numpy/core/src/x.c:12: fatal error: longintrepr.h: No such file"));
         assert!(python_explains("ImportError: cannot import name 'Mapping' from 'collections'"));
         assert!(python_explains("TypeError: required field \"lineno\" missing from alias"));
+        assert!(python_explains("assert sys.version_info[:2] != (3, 11)\nAssertionError"));
         assert!(!python_explains(
             "RuntimeError: the watchdog backend must be installed via pip install project[watch]"
         ));
