@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::detect::{BUILD_TOOLS, Project, Runner};
+use super::detect::{BUILD_TOOLS, Project, Runner, requirement_name};
 use super::repair::Fixes;
 use crate::exec::testrun::REPO;
 
@@ -133,9 +133,6 @@ fn tag_part(s: &str) -> String {
         .collect()
 }
 
-/// `pin` is an RFC 3339 time: dependencies resolve as they were then. The caller passes the time the
-/// dependency spec took its current form (its last change before the reviewed commit), so every PR
-/// with the same spec resolves the same way and shares one dependency layer.
 /// A version for a build that reads it from git where there is no history, from `git describe
 /// --tags` (`v1.2.3-4-gabcdef`): the tag's version, `.postN` past it, `0.0.0` with no usable tag.
 pub fn version_from_describe(described: Option<&str>) -> String {
@@ -157,40 +154,57 @@ pub fn version_from_describe(described: Option<&str>) -> String {
     if distance > 0 { format!("{version}.post{distance}") } else { version.to_string() }
 }
 
-pub fn recipe(p: &Project, repo: &str, instance: &str, head: &str, pin: &str) -> Result<Recipe, String> {
-    repaired_recipe(p, repo, instance, head, pin, None, &Fixes::default(), &[])
+/// What a recipe is made from: the project as detected, the PR it is built for, and what the
+/// repairs so far changed.
+pub struct Inputs<'a> {
+    pub project: &'a Project,
+    /// `owner/name`: the dependency layer's tag and key name it.
+    pub repo: &'a str,
+    pub instance: &'a str,
+    pub head: &'a str,
+    /// An RFC 3339 time: dependencies resolve as they were then. The caller passes the time the
+    /// dependency spec took its current form (its last change before the reviewed commit), so every
+    /// PR with the same spec resolves the same way and shares one dependency layer.
+    pub pin: &'a str,
+    /// The version a build that reads it from git should get ([`version_from_describe`]).
+    pub version: Option<&'a str>,
+    /// The repairs made so far.
+    pub fixes: &'a Fixes,
+    /// The test files that relate to the PR: verification collects those, or the whole suite
+    /// when there are none.
+    pub related_tests: &'a [String],
+}
+
+/// Why no recipe can be made: the data's fault, the same on every run.
+#[derive(Debug, thiserror::Error)]
+pub enum RecipeError {
+    #[error("no base image has a Python in {0}")]
+    NoPython(String),
+}
+
+/// The recipe of a project before any repair.
+pub fn recipe(p: &Project, repo: &str, instance: &str, head: &str, pin: &str) -> Result<Recipe, RecipeError> {
+    let fixes = Fixes::default();
+    repaired_recipe(&Inputs {
+        project: p,
+        repo,
+        instance,
+        head,
+        pin,
+        version: None,
+        fixes: &fixes,
+        related_tests: &[],
+    })
 }
 
 /// A date past every release: a package resolved at it is resolved at its newest.
 const NEWEST: &str = "2100-01-01T00:00:00Z";
 
-/// [`recipe`], with the version a build that reads it from git should get (`version_from_describe`),
-/// the repairs made so far, and the test files that relate to the PR (verification collects
-/// those, or the whole suite when there are none).
-#[allow(clippy::too_many_arguments)]
-pub fn repaired_recipe(
-    p: &Project,
-    repo: &str,
-    instance: &str,
-    head: &str,
-    pin: &str,
-    version: Option<&str>,
-    fixes: &Fixes,
-    related_tests: &[String],
-) -> Result<Recipe, String> {
-    let suites = suites_by_date(p.requires_python.as_deref(), pin);
-    let chosen = match &fixes.suite {
-        Some(s) => suites.iter().find(|(name, _)| name == s),
-        None => suites.first(),
-    };
-    let &(suite, (major, minor)) = chosen.ok_or_else(|| {
-        format!("no base image has a Python in {}", p.requires_python.as_deref().unwrap_or("?"))
-    })?;
-    // RFC 3339 times in UTC compare as strings.
-    let pinned_to = match &fixes.pinned_no_earlier_than {
-        Some(later) if later.as_str() > pin => later.clone(),
-        _ => pin.to_string(),
-    };
+/// The layers' Dockerfiles, the instance's install, the script a person reads and the checks of
+/// the built image, for `input`.
+pub fn repaired_recipe(input: &Inputs) -> Result<Recipe, RecipeError> {
+    let (p, fixes) = (input.project, input.fixes);
+    let (suite, (major, minor)) = chosen_suite(p, input.pin, fixes)?;
     let base_image = format!("curate/base:{suite}");
     let tools_image = format!("curate/tools:{suite}-v{RECIPE_VERSION}");
     let tools_dockerfile = format!(
@@ -198,165 +212,22 @@ pub fn repaired_recipe(
          ENV PATH=/opt/venv/bin:$PATH VIRTUAL_ENV=/opt/venv UV_NATIVE_TLS=1 PIP_CERT=/etc/ssl/certs/ca-certificates.crt PIP_DISABLE_PIP_VERSION_CHECK=1\n\
          RUN python3 -m venv /opt/venv && pip install --no-cache-dir --quiet --upgrade uv setuptools\n"
     );
-    let mut requirements = p.requirements.clone();
-    // Every test curate runs (the model's, the probe's, the project's own) runs under pytest, which
-    // runs unittest-style suites too: a project that tests with unittest gets it as well.
-    if !requirements.iter().any(|r| super::detect::requirement_name(r) == "pytest") {
-        requirements.push("pytest".into());
-    }
-    requirements.extend(fixes.requirements.iter().cloned());
-    // Exact pins that cannot all hold: a static reading gathers every Python version's branch of
-    // a setup.py, so a package named more than once keeps only its non-exact specs. A relaxed or
-    // unpinned package keeps none (`--exclude-newer-package` cannot lift an `==`).
-    let name = |r: &str| super::detect::requirement_name(r);
-    let named_twice: BTreeSet<String> = {
-        let mut seen = BTreeSet::new();
-        requirements.iter().map(|r| name(r)).filter(|n| !seen.insert(n.clone())).collect()
-    };
-    let requirements_names_ranged: BTreeSet<String> =
-        requirements.iter().filter(|r| !r.contains("==")).map(|r| name(r)).collect();
-    let mut kept: Vec<String> = Vec::with_capacity(requirements.len());
-    for r in requirements {
-        let n = name(&r);
-        if !r.contains("==") {
-            kept.push(r);
-        } else if named_twice.contains(&n) {
-            // Its other specs stay; with none, the package itself.
-            let ranged = requirements_names_ranged.contains(&n);
-            if !ranged && !kept.contains(&n) {
-                kept.push(n);
-            }
-        } else if fixes.relaxed.contains(&n) || fixes.unpinned.contains(&n) {
-            kept.push(n);
-        } else {
-            kept.push(r);
-        }
-    }
-    let requirements = kept;
+    let requirements = requirements(p, fixes);
     let requirements_txt: String = requirements.iter().map(|r| format!("{r}\n")).collect();
-    // The build backend matters only to an editable install; a project that imports from its
-    // sources would get today's backend and its dependencies (a new `packaging`, say) ahead of
-    // the ones of its date.
-    let mut backends: Vec<String> = if p.needs_build.is_some() {
-        p.build_requires.iter().filter(|b| !b.is_empty()).cloned().collect()
-    } else {
-        Vec::new()
-    };
-    backends.sort();
-    backends.dedup();
-    // Today's setuptools uses the `packaging` it finds installed, and one of an old pin's date
-    // lacks what it calls (`canonicalize_version(strip_trailing_zero=…)`): a project built by it
-    // gets today's.
-    let packaging_current = p.needs_build.is_some() && !fixes.unpinned.contains("packaging");
-    // Old source builds get a setuptools between the installer's floor and the removal of what
-    // they import: lifted past the pin's date, then bounded by the build constraint below.
-    let legacy_setuptools = fixes.legacy_build_tools && !fixes.unpinned.contains("setuptools");
-    let newest: String = fixes
-        .unpinned
-        .iter()
-        .map(String::as_str)
-        .chain(packaging_current.then_some("packaging"))
-        .chain(legacy_setuptools.then_some("setuptools"))
-        .map(|p| format!(" --exclude-newer-package {p}={NEWEST}"))
-        .chain(fixes.reinstalled.iter().map(|p| format!(" --reinstall-package {p}")))
-        .collect();
-    // Packages that take many minutes to compile come as wheels only: a release of the pin's date
-    // with none for this Python fails at once, and a rule repins it, instead of a compile that
-    // runs out the time (numpy 1.19 on Python 3.11, say).
-    let named: BTreeSet<String> = requirements.iter().chain(&backends).map(|r| name(r)).collect();
-    let own = p.name.as_deref().map(name).unwrap_or_default();
-    let wheels_only: String = if WHEELS_ONLY.iter().any(|h| named.contains(*h)) {
-        WHEELS_ONLY.iter().filter(|h| **h != own).map(|h| format!(" --only-binary {h}")).collect()
-    } else {
-        String::new()
-    };
-    let is_tool = |b: &String| BUILD_TOOLS.contains(&b.as_str());
-    let backend_step = if backends.is_empty() {
-        String::new()
-    } else if backends.iter().all(is_tool) {
-        format!("RUN uv pip install --quiet {}\n", backends.join(" "))
-    } else {
-        // What the build needs besides its tools (Cython, numpy, …) as of the pin's date, the
-        // tools current.
-        let current: String = backends
-            .iter()
-            .filter(|b| is_tool(b))
-            .map(|b| format!(" --exclude-newer-package {b}={NEWEST}"))
-            .collect();
-        let quoted: Vec<String> = backends.iter().map(|b| shell_quote(b)).collect();
-        format!(
-            "RUN uv pip install --quiet --exclude-newer {pinned_to}{newest}{wheels_only}{current} {}\n",
-            quoted.join(" ")
-        )
-    };
-    // The checkout's import root on sys.path, for a project imported from its files.
-    let import_root =
-        if p.import_root.is_empty() { REPO.to_string() } else { format!("{REPO}/{}", p.import_root) };
-    let pth = format!(
-        "python -c \"import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()['purelib'], 'curate-repo.pth').write_text('{import_root}\\\\n')\""
-    );
-    // Without an instance layer, the import root under /repo goes on sys.path here (the
-    // repository's top level is already there: tests run from /repo). It comes after
-    // site-packages, so a release of the project itself that a dependency brought in (pluggy, which
-    // pytest needs) would shadow the checkout: it is removed, and the checkout serves instead.
-    let import_path = if p.needs_build.is_none() && !p.import_root.is_empty() {
-        let shadow = p.name.as_deref().map_or(String::new(), |name| {
-            format!(" && (uv pip uninstall --quiet {} 2>/dev/null || true)", shell_quote(name))
-        });
-        format!("RUN {pth}{shadow}\n")
-    } else {
-        String::new()
-    };
-    let system_step = if fixes.system_packages.is_empty() {
-        String::new()
-    } else {
-        let packages: Vec<&str> = fixes.system_packages.iter().map(String::as_str).collect();
-        format!(
-            "RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends {} >/dev/null && rm -rf /var/lib/apt/lists/*\n",
-            packages.join(" ")
-        )
-    };
-    // Variables a repair set: every install below, the instance's included, sees them. Their
-    // values are plain words (see `repair::env_value_ok`), so neither needs quotes.
-    let env_step = if fixes.env.is_empty() {
-        String::new()
-    } else {
-        let pairs: Vec<String> = fixes.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        format!("ENV {}\n", pairs.join(" "))
-    };
-    let (constraints_step, build_constraints) = if fixes.legacy_build_tools {
-        (
-            format!(
-                "RUN echo '{}' > /curate/build-constraints.txt\n",
-                super::repair::LEGACY_BUILD_SETUPTOOLS
-            ),
-            " --build-constraints /curate/build-constraints.txt",
-        )
-    } else {
-        (String::new(), "")
-    };
+    let backends = backends(p);
+    let res = Resolution::new(input, &requirements, &backends);
+    let steps = DepsSteps::new(p, fixes, &backends, &res);
+    let Resolution { pinned_to, newest, wheels_only, build_constraints } = &res;
     let deps_dockerfile = format!(
-        "FROM {tools_image}\n{env_step}{system_step}{backend_step}COPY requirements.txt /curate/requirements.txt\n\
-         {constraints_step}RUN uv pip install --quiet --exclude-newer {pinned_to}{newest}{wheels_only}{build_constraints} -r /curate/requirements.txt\n{import_path}"
+        "FROM {tools_image}\n{}{}{}COPY requirements.txt /curate/requirements.txt\n\
+         {}RUN uv pip install --quiet --exclude-newer {pinned_to}{newest}{wheels_only}{build_constraints} -r /curate/requirements.txt\n{}",
+        steps.env, steps.system, steps.backend, steps.constraints, steps.import_path
     );
-    let key =
-        hex::encode(Sha256::digest(format!("{repo}\n{deps_dockerfile}\n{requirements_txt}").as_bytes()));
-    let deps_image = format!("curate-deps/{}:{}", tag_part(repo), &key[..16]);
-    let extras: BTreeSet<&String> = p.extras.iter().chain(&fixes.extras).collect();
-    let target = if extras.is_empty() {
-        ".".to_string()
-    } else {
-        format!(".[{}]", extras.into_iter().map(String::as_str).collect::<Vec<_>>().join(","))
-    };
-    // setuptools-scm and hatch-vcs read the version from git; the checkout's history stays behind.
-    let version_env = version.map(|v| format!("SETUPTOOLS_SCM_PRETEND_VERSION={v} ")).unwrap_or_default();
-    let install_command = if fixes.in_place {
-        format!("{version_env}python setup.py build_ext --inplace && {pth}")
-    } else {
-        format!(
-            "{version_env}uv pip install --quiet --exclude-newer {pinned_to}{newest} --no-build-isolation -e \"{target}\""
-        )
-    };
+    let key = hex::encode(Sha256::digest(
+        format!("{}\n{deps_dockerfile}\n{requirements_txt}", input.repo).as_bytes(),
+    ));
+    let deps_image = format!("curate-deps/{}:{}", tag_part(input.repo), &key[..16]);
+    let install_command = install_command(input, &res);
     let instance_dockerfile = match &p.needs_build {
         Some(_) => format!("FROM {deps_image}\nCOPY repo /repo\nWORKDIR /repo\nRUN {install_command}\n"),
         // What a run does: the tree under test in /repo, on the dependency layer.
@@ -364,29 +235,18 @@ pub fn repaired_recipe(
     };
     let exports: String = fixes.env.iter().map(|(k, v)| format!("export {k}={v}\n")).collect();
     let install_script = format!(
-        "# {instance} at {head}: Python {major}.{minor} (Debian {suite}), backend {}\n\
+        "# {} at {}: Python {major}.{minor} (Debian {suite}), backend {}\n\
          {exports}{}python3 -m venv /opt/venv && pip install --upgrade uv setuptools\n{}\
          {}uv pip install --exclude-newer {pinned_to}{newest}{wheels_only}{build_constraints} -r requirements.txt\n\
          {}\n",
+        input.instance,
+        input.head,
         p.backend,
-        system_step.trim_start_matches("RUN "),
-        backend_step.trim_start_matches("RUN "),
-        constraints_step.trim_start_matches("RUN "),
+        steps.system.trim_start_matches("RUN "),
+        steps.backend.trim_start_matches("RUN "),
+        steps.constraints.trim_start_matches("RUN "),
         install_command.replace(" --quiet", ""),
     );
-    let mut verify = Vec::new();
-    if !p.imports.is_empty() {
-        let code = format!("import {}", p.imports.join(", "));
-        verify.push(vec!["python".into(), "-c".into(), code]);
-    }
-    if p.runner == Some(Runner::Pytest) {
-        let mut collect: Vec<String> =
-            ["python", "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
-                .map(String::from)
-                .to_vec();
-        collect.extend(related_tests.iter().cloned());
-        verify.push(collect);
-    }
     Ok(Recipe {
         suite: suite.into(),
         python: format!("{major}.{minor}"),
@@ -400,10 +260,261 @@ pub fn repaired_recipe(
         instance_layer: p.needs_build.clone(),
         install_command,
         install_script,
-        verify,
-        pinned_to,
+        verify: verify(p, input.related_tests),
+        pinned_to: res.pinned_to,
         wheels_since: wheels_since((major, minor)).to_string(),
     })
+}
+
+/// The suite a repair chose, or the first for the pin's date.
+fn chosen_suite(p: &Project, pin: &str, fixes: &Fixes) -> Result<(&'static str, (u32, u32)), RecipeError> {
+    let suites = suites_by_date(p.requires_python.as_deref(), pin);
+    let chosen = match &fixes.suite {
+        Some(s) => suites.iter().find(|(name, _)| name == s),
+        None => suites.first(),
+    };
+    chosen
+        .copied()
+        .ok_or_else(|| RecipeError::NoPython(p.requires_python.clone().unwrap_or_else(|| "?".into())))
+}
+
+/// The requirements file's lines: the project's, pytest, what repairs added, with exact pins that
+/// cannot all hold taken out.
+fn requirements(p: &Project, fixes: &Fixes) -> Vec<String> {
+    let mut requirements = p.requirements.clone();
+    // Every test curate runs (the model's, the probe's, the project's own) runs under pytest, which
+    // runs unittest-style suites too: a project that tests with unittest gets it as well.
+    if !requirements.iter().any(|r| requirement_name(r) == "pytest") {
+        requirements.push("pytest".into());
+    }
+    requirements.extend(fixes.requirements.iter().cloned());
+    // Exact pins that cannot all hold: a static reading gathers every Python version's branch of
+    // a setup.py, so a package named more than once keeps only its non-exact specs. A relaxed or
+    // unpinned package keeps none (`--exclude-newer-package` cannot lift an `==`).
+    let named_twice: BTreeSet<String> = {
+        let mut seen = BTreeSet::new();
+        requirements.iter().map(|r| requirement_name(r)).filter(|n| !seen.insert(n.clone())).collect()
+    };
+    let ranged: BTreeSet<String> =
+        requirements.iter().filter(|r| !r.contains("==")).map(|r| requirement_name(r)).collect();
+    let mut kept: Vec<String> = Vec::with_capacity(requirements.len());
+    for r in requirements {
+        let n = requirement_name(&r);
+        if !r.contains("==") {
+            kept.push(r);
+        } else if named_twice.contains(&n) {
+            // Its other specs stay; with none, the package itself.
+            if !ranged.contains(&n) && !kept.contains(&n) {
+                kept.push(n);
+            }
+        } else if fixes.relaxed.contains(&n) || fixes.unpinned.contains(&n) {
+            kept.push(n);
+        } else {
+            kept.push(r);
+        }
+    }
+    kept
+}
+
+/// The build backend's requirements, sorted, for a project that is built. The backend matters only
+/// to an editable install; a project that imports from its sources would get today's backend and
+/// its dependencies (a new `packaging`, say) ahead of the ones of its date.
+fn backends(p: &Project) -> Vec<String> {
+    let mut backends: Vec<String> = if p.needs_build.is_some() {
+        p.build_requires.iter().filter(|b| !b.is_empty()).cloned().collect()
+    } else {
+        Vec::new()
+    };
+    backends.sort();
+    backends.dedup();
+    backends
+}
+
+/// How the dependencies resolve: the date, the packages taken at their newest or reinstalled
+/// (`newest`, flags), those that come as wheels only, and the build constraint of old source
+/// builds (flags, each with its leading space).
+struct Resolution {
+    pinned_to: String,
+    newest: String,
+    wheels_only: String,
+    build_constraints: &'static str,
+}
+
+impl Resolution {
+    fn new(input: &Inputs, requirements: &[String], backends: &[String]) -> Resolution {
+        let (p, fixes) = (input.project, input.fixes);
+        // RFC 3339 times in UTC compare as strings.
+        let pinned_to = match &fixes.pinned_no_earlier_than {
+            Some(later) if later.as_str() > input.pin => later.clone(),
+            _ => input.pin.to_string(),
+        };
+        // Today's setuptools uses the `packaging` it finds installed, and one of an old pin's date
+        // lacks what it calls (`canonicalize_version(strip_trailing_zero=…)`): a project built by
+        // it gets today's.
+        let packaging_current = p.needs_build.is_some() && !fixes.unpinned.contains("packaging");
+        // Old source builds get a setuptools between the installer's floor and the removal of what
+        // they import: lifted past the pin's date, then bounded by the build constraint.
+        let legacy_setuptools = fixes.legacy_build_tools && !fixes.unpinned.contains("setuptools");
+        let newest: String = fixes
+            .unpinned
+            .iter()
+            .map(String::as_str)
+            .chain(packaging_current.then_some("packaging"))
+            .chain(legacy_setuptools.then_some("setuptools"))
+            .map(|p| format!(" --exclude-newer-package {p}={NEWEST}"))
+            .chain(fixes.reinstalled.iter().map(|p| format!(" --reinstall-package {p}")))
+            .collect();
+        // Packages that take many minutes to compile come as wheels only: a release of the pin's
+        // date with none for this Python fails at once, and a rule repins it, instead of a compile
+        // that runs out the time (numpy 1.19 on Python 3.11, say).
+        let named: BTreeSet<String> =
+            requirements.iter().chain(backends).map(|r| requirement_name(r)).collect();
+        let own = p.name.as_deref().map(requirement_name).unwrap_or_default();
+        let wheels_only: String = if WHEELS_ONLY.iter().any(|h| named.contains(*h)) {
+            WHEELS_ONLY.iter().filter(|h| **h != own).map(|h| format!(" --only-binary {h}")).collect()
+        } else {
+            String::new()
+        };
+        let build_constraints =
+            if fixes.legacy_build_tools { " --build-constraints /curate/build-constraints.txt" } else { "" };
+        Resolution { pinned_to, newest, wheels_only, build_constraints }
+    }
+}
+
+/// The dependency layer's optional steps, each a Dockerfile line with its newline or empty.
+struct DepsSteps {
+    /// Variables a repair set.
+    env: String,
+    /// Debian packages a repair added.
+    system: String,
+    /// What the build needs.
+    backend: String,
+    /// The build constraint file of old source builds.
+    constraints: String,
+    /// The checkout's import root on `sys.path`, for a project with no instance layer.
+    import_path: String,
+}
+
+impl DepsSteps {
+    fn new(p: &Project, fixes: &Fixes, backends: &[String], res: &Resolution) -> DepsSteps {
+        // Every install below, the instance's included, sees the variables. Their values are plain
+        // words (see `repair::env_value_ok`), so neither needs quotes.
+        let env = if fixes.env.is_empty() {
+            String::new()
+        } else {
+            let pairs: Vec<String> = fixes.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("ENV {}\n", pairs.join(" "))
+        };
+        let system = if fixes.system_packages.is_empty() {
+            String::new()
+        } else {
+            let packages: Vec<&str> = fixes.system_packages.iter().map(String::as_str).collect();
+            format!(
+                "RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends {} >/dev/null && rm -rf /var/lib/apt/lists/*\n",
+                packages.join(" ")
+            )
+        };
+        let constraints = if fixes.legacy_build_tools {
+            format!("RUN echo '{}' > /curate/build-constraints.txt\n", super::repair::LEGACY_BUILD_SETUPTOOLS)
+        } else {
+            String::new()
+        };
+        DepsSteps {
+            env,
+            system,
+            backend: backend_step(backends, res),
+            constraints,
+            import_path: import_path_step(p),
+        }
+    }
+}
+
+/// The install of what the build needs: its tools current, anything else (Cython, numpy, …) as of
+/// the pin's date.
+fn backend_step(backends: &[String], res: &Resolution) -> String {
+    let is_tool = |b: &String| BUILD_TOOLS.contains(&b.as_str());
+    if backends.is_empty() {
+        return String::new();
+    }
+    if backends.iter().all(is_tool) {
+        return format!("RUN uv pip install --quiet {}\n", backends.join(" "));
+    }
+    let current: String = backends
+        .iter()
+        .filter(|b| is_tool(b))
+        .map(|b| format!(" --exclude-newer-package {b}={NEWEST}"))
+        .collect();
+    let quoted: Vec<String> = backends.iter().map(|b| shell_quote(b)).collect();
+    let Resolution { pinned_to, newest, wheels_only, .. } = res;
+    format!(
+        "RUN uv pip install --quiet --exclude-newer {pinned_to}{newest}{wheels_only}{current} {}\n",
+        quoted.join(" ")
+    )
+}
+
+/// A command that puts the checkout's import root on `sys.path`, for a project imported from its
+/// files.
+fn pth_command(p: &Project) -> String {
+    let import_root =
+        if p.import_root.is_empty() { REPO.to_string() } else { format!("{REPO}/{}", p.import_root) };
+    format!(
+        "python -c \"import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()['purelib'], 'curate-repo.pth').write_text('{import_root}\\\\n')\""
+    )
+}
+
+/// Without an instance layer, the import root under /repo goes on sys.path in the dependency layer
+/// (the repository's top level is already there: tests run from /repo). It comes after
+/// site-packages, so a release of the project itself that a dependency brought in (pluggy, which
+/// pytest needs) would shadow the checkout: it is removed, and the checkout serves instead.
+fn import_path_step(p: &Project) -> String {
+    if p.needs_build.is_some() || p.import_root.is_empty() {
+        return String::new();
+    }
+    let shadow = p.name.as_deref().map_or(String::new(), |name| {
+        format!(" && (uv pip uninstall --quiet {} 2>/dev/null || true)", shell_quote(name))
+    });
+    format!("RUN {}{shadow}\n", pth_command(p))
+}
+
+/// The instance layer's install, run in /repo: in place, or editable with the project's extras.
+fn install_command(input: &Inputs, res: &Resolution) -> String {
+    let (p, fixes) = (input.project, input.fixes);
+    let extras: BTreeSet<&String> = p.extras.iter().chain(&fixes.extras).collect();
+    let target = if extras.is_empty() {
+        ".".to_string()
+    } else {
+        format!(".[{}]", extras.into_iter().map(String::as_str).collect::<Vec<_>>().join(","))
+    };
+    // setuptools-scm and hatch-vcs read the version from git; the checkout's history stays behind.
+    let version_env =
+        input.version.map(|v| format!("SETUPTOOLS_SCM_PRETEND_VERSION={v} ")).unwrap_or_default();
+    if fixes.in_place {
+        format!("{version_env}python setup.py build_ext --inplace && {}", pth_command(p))
+    } else {
+        format!(
+            "{version_env}uv pip install --quiet --exclude-newer {}{} --no-build-isolation -e \"{target}\"",
+            res.pinned_to, res.newest
+        )
+    }
+}
+
+/// Commands that must succeed in the instance image: the project's imports, and a collection of
+/// the related tests (or the whole suite) under pytest.
+fn verify(p: &Project, related_tests: &[String]) -> Vec<Vec<String>> {
+    let mut verify = Vec::new();
+    if !p.imports.is_empty() {
+        let code = format!("import {}", p.imports.join(", "));
+        verify.push(vec!["python".into(), "-c".into(), code]);
+    }
+    if p.runner == Some(Runner::Pytest) {
+        let mut collect: Vec<String> =
+            ["python", "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+                .map(String::from)
+                .to_vec();
+        collect.extend(related_tests.iter().cloned());
+        verify.push(collect);
+    }
+    verify
 }
 
 /// Seconds since the epoch as an RFC 3339 UTC time (`2024-03-18T11:20:00Z`).
@@ -433,6 +544,20 @@ pub fn instance_tag(instance: &str, head: &str, r: &Recipe) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn repaired(p: &Project, pin: &str, fixes: &Fixes) -> Recipe {
+        let input = Inputs {
+            project: p,
+            repo: "o/r",
+            instance: "i",
+            head: "abcdef",
+            pin,
+            version: None,
+            fixes,
+            related_tests: &[],
+        };
+        repaired_recipe(&input).unwrap()
+    }
 
     #[test]
     fn versions_from_git_describe() {
@@ -467,11 +592,11 @@ mod tests {
             ..Project::default()
         };
         let pin = "2016-05-07T00:00:00Z";
-        let plain = repaired_recipe(&p, "o/r", "i", "abcdef", pin, None, &Fixes::default(), &[]).unwrap();
+        let plain = repaired(&p, pin, &Fixes::default());
         assert!(!plain.deps_dockerfile.contains("build-constraints"), "{}", plain.deps_dockerfile);
         let mut fixes = Fixes::default();
         fixes.add(&crate::environment::repair::Fix::LegacyBuildTools { because: String::new() });
-        let r = repaired_recipe(&p, "o/r", "i", "abcdef", pin, None, &fixes, &[]).unwrap();
+        let r = repaired(&p, pin, &fixes);
         assert!(
             r.deps_dockerfile.contains("RUN echo 'setuptools>=40.8.0,<46' > /curate/build-constraints.txt\n"),
             "{}",
@@ -504,7 +629,7 @@ mod tests {
             package: "tables".into(),
             because: String::new(),
         });
-        let r = repaired_recipe(&p, "o/r", "i", "abcdef", "2020-01-01T00:00:00Z", None, &fixes, &[]).unwrap();
+        let r = repaired(&p, "2020-01-01T00:00:00Z", &fixes);
         assert_eq!(
             r.requirements_txt, "numpy>=1.14.3\ntables\nsix==1.0\ncython\npytest\n",
             "pytest comes with every environment"
@@ -558,7 +683,7 @@ mod tests {
         };
         let mut fixes = Fixes::default();
         fixes.add(&crate::environment::repair::Fix::Extra { extra: "socks".into(), because: String::new() });
-        let r = repaired_recipe(&p, "o/r", "i", "abcdef", "2024-01-01T00:00:00Z", None, &fixes, &[]).unwrap();
+        let r = repaired(&p, "2024-01-01T00:00:00Z", &fixes);
         assert!(r.instance_dockerfile.contains("-e \".[socks,test]\""), "{}", r.instance_dockerfile);
     }
 

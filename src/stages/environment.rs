@@ -23,7 +23,9 @@ use crate::environment::detect::Project;
 use crate::environment::detect::detect;
 use crate::environment::model_repair;
 use crate::environment::recipe::suites_by_date;
-use crate::environment::recipe::{Recipe, instance_tag, repaired_recipe, rfc3339, version_from_describe};
+use crate::environment::recipe::{
+    Inputs, Recipe, instance_tag, repaired_recipe, rfc3339, version_from_describe,
+};
 use crate::environment::related::{importing_tests, related_tests};
 use crate::environment::repair::{
     Fix, Fixes, diagnose, first_error, legacy_build_tools, named_extra, python_explains, repin_for_wheels,
@@ -383,17 +385,17 @@ impl Environment {
         let mut fixes = Fixes::default();
         let mut attempts = Vec::new();
         loop {
-            let r = repaired_recipe(
-                &p.project,
-                &pr.repo,
+            let r = repaired_recipe(&Inputs {
+                project: &p.project,
+                repo: &pr.repo,
                 instance,
-                &pr.head_commit,
-                &p.pin,
-                p.version.as_deref(),
-                &fixes,
-                &p.related,
-            )
-            .map_err(TaskError::reject)?;
+                head: &pr.head_commit,
+                pin: &p.pin,
+                version: p.version.as_deref(),
+                fixes: &fixes,
+                related_tests: &p.related,
+            })
+            .map_err(|e| TaskError::reject(e.to_string()))?;
             if let Some((suite, _)) = suites.iter().find(|(s, _)| *s == r.suite) {
                 tried_suites.push(suite);
             }
