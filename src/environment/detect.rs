@@ -345,7 +345,9 @@ fn module_name(dist: &str) -> String {
     dist.to_lowercase().replace(['-', '.'], "_")
 }
 
-/// `read(path)` gives a file's text at the commit; `listing` is every path in the tree.
+/// `read(path)` gives a file's text at the commit; `listing` is every path in the tree. Each build
+/// file adds what it declares, in this order; what one of them set first stays (a name, a Python
+/// range).
 pub fn detect(read: &dyn Fn(&str) -> Option<String>, listing: &[String]) -> Project {
     let mut p = Project::default();
     let has = |path: &str| listing.iter().any(|l| l == path);
@@ -357,116 +359,18 @@ pub fn detect(read: &dyn Fn(&str) -> Option<String>, listing: &[String]) -> Proj
             p.spec_files.push(f.to_string());
         }
     }
-
     if let Some(pp) = &pyproject {
-        let build = pp.get("build-system");
-        let backend = build.and_then(|b| b.get("build-backend")).and_then(|b| b.as_str()).unwrap_or("");
-        p.build_requires =
-            string_list(build.and_then(|b| b.get("requires"))).iter().map(|r| build_requirement(r)).collect();
-        p.backend = match backend {
-            b if b.starts_with("setuptools") => "setuptools".into(),
-            b if b.starts_with("poetry") => "poetry".into(),
-            b if b.starts_with("flit") => "flit".into(),
-            b if b.starts_with("hatch") => "hatch".into(),
-            b if b.starts_with("pdm") => "pdm".into(),
-            "" => "setuptools".into(),
-            other => other.to_string(),
-        };
-        if let Some(project) = pp.get("project") {
-            p.name = project.get("name").and_then(|n| n.as_str()).map(str::to_string);
-            p.requires_python = project.get("requires-python").and_then(|v| v.as_str()).map(str::to_string);
-            p.requirements.extend(string_list(project.get("dependencies")));
-            if let Some(optional) = project.get("optional-dependencies").and_then(|o| o.as_table()) {
-                for extra in TEST_EXTRAS {
-                    if let Some(reqs) = optional.get(extra) {
-                        p.extras.push(extra.to_string());
-                        p.requirements.extend(string_list(Some(reqs)));
-                    }
-                }
-            }
-        }
-        if let Some(poetry) = pp.get("tool").and_then(|t| t.get("poetry")) {
-            p.name =
-                p.name.clone().or_else(|| poetry.get("name").and_then(|n| n.as_str()).map(str::to_string));
-            let deps = |t: Option<&toml::Value>| -> Vec<String> {
-                t.and_then(|d| d.as_table())
-                    .map(|d| d.keys().filter(|k| *k != "python").cloned().collect())
-                    .unwrap_or_default()
-            };
-            p.requirements.extend(deps(poetry.get("dependencies")));
-            p.requirements.extend(deps(poetry.get("dev-dependencies")));
-            if let Some(groups) = poetry.get("group").and_then(|g| g.as_table()) {
-                for g in ["dev", "test", "tests"] {
-                    p.requirements.extend(deps(groups.get(g).and_then(|x| x.get("dependencies"))));
-                }
-            }
-            if p.requires_python.is_none() {
-                p.requires_python = poetry
-                    .get("dependencies")
-                    .and_then(|d| d.get("python"))
-                    .and_then(|v| v.as_str())
-                    .map(str::to_string);
-            }
-        }
-        if pp.get("tool").and_then(|t| t.get("pytest")).is_some() {
-            p.runner = Some(Runner::Pytest);
-        }
+        read_pyproject(&mut p, pp);
     } else if setup_py.is_some() {
         p.backend = "setuptools (setup.py)".into();
         // Today's setuptools builds wheels itself; `wheel` would bring today's `packaging` along.
         p.build_requires = vec!["setuptools".into()];
     }
     if let Some(src) = &setup_py {
-        if p.name.is_none() {
-            p.name = quoted(src.split("name=").nth(1).unwrap_or("").lines().next().unwrap_or(""))
-                .into_iter()
-                .next();
-        }
-        p.requirements.extend(setup_py_list(src, "install_requires"));
-        for r in setup_py_list(src, "setup_requires") {
-            let r = build_requirement(&r);
-            if !p.build_requires.contains(&r) {
-                p.build_requires.push(r);
-            }
-        }
-        for (extra, reqs) in setup_py_extras(src) {
-            if !p.extras.contains(&extra) {
-                p.extras.push(extra);
-            }
-            p.requirements.extend(reqs);
-        }
-        if p.requires_python.is_none() {
-            p.requires_python =
-                quoted(src.split("python_requires").nth(1).unwrap_or("").lines().next().unwrap_or(""))
-                    .into_iter()
-                    .next();
-        }
+        read_setup_py(&mut p, src);
     }
     if let Some(cfg) = &setup_cfg {
-        let metadata = ini_section(cfg, "metadata");
-        let options = ini_section(cfg, "options");
-        if p.name.is_none() {
-            p.name = metadata.iter().find(|(k, _)| k == "name").map(|(_, v)| v.clone());
-        }
-        for (k, v) in &options {
-            if k == "install_requires" {
-                p.requirements.extend(requirement_lines(v));
-            }
-            if k == "python_requires" && p.requires_python.is_none() {
-                p.requires_python = Some(v.clone());
-            }
-        }
-        for (k, v) in ini_section(cfg, "options.extras_require") {
-            if TEST_EXTRAS.contains(&k.as_str()) {
-                if !p.extras.contains(&k) {
-                    p.extras.push(k.clone());
-                }
-                p.requirements.extend(requirement_lines(&v));
-            }
-        }
-        if cfg.contains("[tool:pytest]") {
-            p.runner = Some(Runner::Pytest);
-        }
+        read_setup_cfg(&mut p, cfg);
     }
     for f in REQUIREMENT_FILES {
         if let Some(text) = read(f) {
@@ -475,33 +379,7 @@ pub fn detect(read: &dyn Fn(&str) -> Option<String>, listing: &[String]) -> Proj
         }
     }
     if let Some(tox) = read("tox.ini") {
-        // Dependencies of environments tox does not make by default (an `mpi4py:` factor left
-        // out of the envlist) are not the test suite's.
-        let envlist = tox_envlist_factors(&tox);
-        for (k, v) in ini_section(&tox, "testenv") {
-            if k == "deps" {
-                // The factor first: `pypy: -r {toxinidir}/req.txt` is a condition and an include,
-                // not a requirement named `pypy:`.
-                for raw in v.lines() {
-                    let (condition, rest) = split_tox_factor(raw.trim());
-                    if !tox_condition_holds(condition, &envlist) {
-                        continue;
-                    }
-                    if let Some(file) = tox_include(rest) {
-                        p.requirements.extend(read(&file).map(|t| requirement_lines(&t)).unwrap_or_default());
-                        continue;
-                    }
-                    for requirement in requirement_lines(rest) {
-                        if !requirement.contains('{') {
-                            p.requirements.push(requirement);
-                        }
-                    }
-                }
-            }
-            if k == "commands" && v.contains("pytest") {
-                p.runner = Some(Runner::Pytest);
-            }
-        }
+        read_tox(&mut p, &tox, read);
     }
     if let Some(pipfile) = read("Pipfile").and_then(|t| t.parse::<toml::Table>().ok())
         && let Some(dev) = pipfile.get("dev-packages").and_then(|d| d.as_table())
@@ -511,15 +389,164 @@ pub fn detect(read: &dyn Fn(&str) -> Option<String>, listing: &[String]) -> Proj
     if p.backend.is_empty() {
         p.backend = "none".into();
     }
-    let names: Vec<String> = p.requirements.iter().map(|r| requirement_name(r)).collect();
+    settle(&mut p, listing);
+    let pyproject_text = read("pyproject.toml");
+    p.needs_build =
+        needs_build(&[pyproject_text.as_ref(), setup_py.as_ref(), setup_cfg.as_ref()], &p.backend, listing);
+    p
+}
+
+/// pyproject.toml: the build system, PEP 621's `[project]`, poetry's tables, pytest's.
+fn read_pyproject(p: &mut Project, pp: &toml::Table) {
+    let build = pp.get("build-system");
+    let backend = build.and_then(|b| b.get("build-backend")).and_then(|b| b.as_str()).unwrap_or("");
+    p.build_requires =
+        string_list(build.and_then(|b| b.get("requires"))).iter().map(|r| build_requirement(r)).collect();
+    p.backend = match backend {
+        b if b.starts_with("setuptools") => "setuptools".into(),
+        b if b.starts_with("poetry") => "poetry".into(),
+        b if b.starts_with("flit") => "flit".into(),
+        b if b.starts_with("hatch") => "hatch".into(),
+        b if b.starts_with("pdm") => "pdm".into(),
+        "" => "setuptools".into(),
+        other => other.to_string(),
+    };
+    if let Some(project) = pp.get("project") {
+        p.name = project.get("name").and_then(|n| n.as_str()).map(str::to_string);
+        p.requires_python = project.get("requires-python").and_then(|v| v.as_str()).map(str::to_string);
+        p.requirements.extend(string_list(project.get("dependencies")));
+        if let Some(optional) = project.get("optional-dependencies").and_then(|o| o.as_table()) {
+            for extra in TEST_EXTRAS {
+                if let Some(reqs) = optional.get(extra) {
+                    p.extras.push(extra.to_string());
+                    p.requirements.extend(string_list(Some(reqs)));
+                }
+            }
+        }
+    }
+    if let Some(poetry) = pp.get("tool").and_then(|t| t.get("poetry")) {
+        read_poetry(p, poetry);
+    }
+    if pp.get("tool").and_then(|t| t.get("pytest")).is_some() {
+        p.runner = Some(Runner::Pytest);
+    }
+}
+
+/// `[tool.poetry]`: its name, dependencies of every test group, and its Python range.
+fn read_poetry(p: &mut Project, poetry: &toml::Value) {
+    if p.name.is_none() {
+        p.name = poetry.get("name").and_then(|n| n.as_str()).map(str::to_string);
+    }
+    let deps = |t: Option<&toml::Value>| -> Vec<String> {
+        t.and_then(|d| d.as_table())
+            .map(|d| d.keys().filter(|k| *k != "python").cloned().collect())
+            .unwrap_or_default()
+    };
+    p.requirements.extend(deps(poetry.get("dependencies")));
+    p.requirements.extend(deps(poetry.get("dev-dependencies")));
+    if let Some(groups) = poetry.get("group").and_then(|g| g.as_table()) {
+        for g in ["dev", "test", "tests"] {
+            p.requirements.extend(deps(groups.get(g).and_then(|x| x.get("dependencies"))));
+        }
+    }
+    if p.requires_python.is_none() {
+        p.requires_python = poetry
+            .get("dependencies")
+            .and_then(|d| d.get("python"))
+            .and_then(|v| v.as_str())
+            .map(str::to_string);
+    }
+}
+
+/// setup.py, read statically: the name, `install_requires`, `setup_requires`, the test extras and
+/// `python_requires`.
+fn read_setup_py(p: &mut Project, src: &str) {
+    let first_quoted = |after: &str| {
+        quoted(src.split(after).nth(1).unwrap_or("").lines().next().unwrap_or("")).into_iter().next()
+    };
+    if p.name.is_none() {
+        p.name = first_quoted("name=");
+    }
+    p.requirements.extend(setup_py_list(src, "install_requires"));
+    for r in setup_py_list(src, "setup_requires") {
+        let r = build_requirement(&r);
+        if !p.build_requires.contains(&r) {
+            p.build_requires.push(r);
+        }
+    }
+    for (extra, reqs) in setup_py_extras(src) {
+        if !p.extras.contains(&extra) {
+            p.extras.push(extra);
+        }
+        p.requirements.extend(reqs);
+    }
+    if p.requires_python.is_none() {
+        p.requires_python = first_quoted("python_requires");
+    }
+}
+
+/// setup.cfg: `[metadata]`'s name, `[options]`, the test extras, and whether it configures pytest.
+fn read_setup_cfg(p: &mut Project, cfg: &str) {
+    if p.name.is_none() {
+        p.name = ini_section(cfg, "metadata").into_iter().find(|(k, _)| k == "name").map(|(_, v)| v);
+    }
+    for (k, v) in &ini_section(cfg, "options") {
+        if k == "install_requires" {
+            p.requirements.extend(requirement_lines(v));
+        }
+        if k == "python_requires" && p.requires_python.is_none() {
+            p.requires_python = Some(v.clone());
+        }
+    }
+    for (k, v) in ini_section(cfg, "options.extras_require") {
+        if TEST_EXTRAS.contains(&k.as_str()) {
+            if !p.extras.contains(&k) {
+                p.extras.push(k.clone());
+            }
+            p.requirements.extend(requirement_lines(&v));
+        }
+    }
+    if cfg.contains("[tool:pytest]") {
+        p.runner = Some(Runner::Pytest);
+    }
+}
+
+/// tox.ini: the `deps` of the default environments (with the files they include) and whether the
+/// commands run pytest. Dependencies of environments tox does not make by default (an `mpi4py:`
+/// factor left out of the envlist) are not the test suite's.
+fn read_tox(p: &mut Project, tox: &str, read: &dyn Fn(&str) -> Option<String>) {
+    let envlist = tox_envlist_factors(tox);
+    for (k, v) in ini_section(tox, "testenv") {
+        if k == "deps" {
+            // The factor first: `pypy: -r {toxinidir}/req.txt` is a condition and an include, not
+            // a requirement named `pypy:`.
+            for raw in v.lines() {
+                let (condition, rest) = split_tox_factor(raw.trim());
+                if !tox_condition_holds(condition, &envlist) {
+                    continue;
+                }
+                if let Some(file) = tox_include(rest) {
+                    p.requirements.extend(read(&file).map(|t| requirement_lines(&t)).unwrap_or_default());
+                    continue;
+                }
+                p.requirements.extend(requirement_lines(rest).into_iter().filter(|r| !r.contains('{')));
+            }
+        }
+        if k == "commands" && v.contains("pytest") {
+            p.runner = Some(Runner::Pytest);
+        }
+    }
+}
+
+/// What follows from everything read: the runner when no file named one, the requirements without
+/// the project itself and local paths (sorted, once each), the modules to import and their root.
+fn settle(p: &mut Project, listing: &[String]) {
+    let has = |path: &str| listing.iter().any(|l| l == path);
     if p.runner.is_none() {
         let pytest_files =
             has("pytest.ini") || has("conftest.py") || listing.iter().any(|l| l.ends_with("/conftest.py"));
-        p.runner = Some(if pytest_files || names.iter().any(|n| n == "pytest") {
-            Runner::Pytest
-        } else {
-            Runner::Unittest
-        });
+        let names_pytest = p.requirements.iter().any(|r| requirement_name(r) == "pytest");
+        p.runner = Some(if pytest_files || names_pytest { Runner::Pytest } else { Runner::Unittest });
     }
     // Requirements that are the project itself (an extra naming `pkg[test]`) or local paths are
     // installed with the project, not in the dependency layer.
@@ -537,10 +564,6 @@ pub fn detect(read: &dyn Fn(&str) -> Option<String>, listing: &[String]) -> Proj
     if !p.imports.is_empty() && p.imports.iter().all(under_src) {
         p.import_root = "src".into();
     }
-    let pyproject_text = read("pyproject.toml");
-    p.needs_build =
-        needs_build(&[pyproject_text.as_ref(), setup_py.as_ref(), setup_cfg.as_ref()], &p.backend, listing);
-    p
 }
 
 /// Top-level modules to import: the distribution's own module when the tree has it, else every
