@@ -433,184 +433,216 @@ pub fn python_explains(log: &str) -> bool {
     VERSION_MARKERS.iter().any(|m| log.contains(m))
 }
 
-/// A repair for a failed step's log, if a rule knows one. `own` are the project's own top-level
-/// modules: a missing one is the project's fault, not a dependency to add. `so_far` are the
-/// repairs made already; `wheels_since` is when wheels for this Python became common.
+/// What a rule reads: a failed step's log, the project's own top-level modules (a missing one is
+/// the project's fault, not a dependency to add), the repairs made already, and when wheels for
+/// this Python became common.
+struct Failure<'a> {
+    log: &'a str,
+    own: &'a [String],
+    so_far: &'a Fixes,
+    wheels_since: &'a str,
+}
+
+/// The rules [`diagnose`] asks, in order; the first that knows a repair gives it.
+const RULES: [fn(&Failure) -> Option<Fix>; 8] = [
+    unbuildable_release,
+    missing_system_library,
+    unsatisfiable_pins,
+    newer_release,
+    old_pytest_config,
+    old_pytest,
+    missing_module,
+    hatch_editables,
+];
+
+/// A repair for a failed step's log, if a rule knows one ([`RULES`]). `own` are the project's own
+/// top-level modules; `so_far` are the repairs made already; `wheels_since` is when wheels for this
+/// Python became common.
 pub fn diagnose(log: &str, own: &[String], so_far: &Fixes, wheels_since: &str) -> Option<Fix> {
-    // A dependency's release of the pin's date that does not build here (no wheel for this
-    // Python): the newest of that one package instead, which has one, rather than what compiling
-    // the old one would need; a second such release means the pin's date is too old for this
-    // Python, so resolve at a later date.
-    for line in log.lines() {
+    let failure = Failure { log, own, so_far, wheels_since };
+    RULES.iter().find_map(|rule| rule(&failure))
+}
+
+/// A dependency's release of the pin's date that does not build here (no wheel for this Python):
+/// the newest of that one package instead, which has one, rather than what compiling the old one
+/// would need; a second such release means the pin's date is too old for this Python, so resolve
+/// at a later date.
+fn unbuildable_release(f: &Failure) -> Option<Fix> {
+    for line in f.log.lines() {
         for marker in ["Failed to build `", "Failed to download and build `", "Wheels are required for `"] {
-            if let Some(spec) = line.split(marker).nth(1).and_then(|r| r.split('`').next()) {
-                let package = spec.split(['=', '<', '>', '!', '~', ' ', '@']).next().unwrap_or("").trim();
-                if package.is_empty() || package == "." || spec.contains("file://") {
-                    continue;
-                }
-                // Unpinned and still not building: what it lacks is for the rules below.
-                if so_far.unpinned.contains(&package.to_lowercase()) {
-                    continue;
-                }
-                if !so_far.unpinned.is_empty() && so_far.pinned_no_earlier_than.is_none() {
-                    return Some(Fix::Repin {
-                        to: wheels_since.to_string(),
-                        because: format!(
-                            "{spec} is the second release of the pin's date that does not build on this Python"
-                        ),
-                    });
-                }
-                return Some(Fix::Unpin {
-                    package: package.to_lowercase(),
-                    because: format!("{spec} does not build on this Python"),
-                });
-            }
-        }
-    }
-    for line in log.lines() {
-        // `foo.c:3:10: fatal error: hdf5.h: No such file or directory`
-        if let Some(header) =
-            between(line, "fatal error:", ' ', ':').filter(|_| line.contains("No such file"))
-            && let Some(packages) = package_for_header(header.trim())
-        {
-            return Some(system(packages, format!("a C header is missing: {}", header.trim())));
-        }
-        // pkg-config: `Package hdf5 was not found in the pkg-config search path`
-        if let Some(name) = line.trim().strip_prefix("Package ").and_then(|r| r.split_whitespace().next())
-            && line.contains("was not found in the pkg-config search path")
-            && let Some(packages) = package_for_library(name)
-        {
-            return Some(system(packages, format!("pkg-config has no `{name}`")));
-        }
-        if line.contains("pkg-config: not found")
-            || line.contains("pkg-config: command not found")
-            || line.contains("pkg-config probably not installed")
-        {
-            // A build that looks its library up with pkg-config needs the library's headers too.
-            let mut packages = vec!["pkg-config"];
-            for (library, needs) in
-                [("HDF5", "libhdf5-dev"), ("libffi", "libffi-dev"), ("libxml", "libxml2-dev")]
-            {
-                if log.contains(library) {
-                    packages.push(needs);
-                }
-            }
-            return Some(system(&packages, "pkg-config is not installed".into()));
-        }
-        // `error: command 'x86_64-linux-gnu-g++' failed: No such file or directory`: C++ sources.
-        if (line.contains("g++' failed: No such file") || line.contains("g++: not found"))
-            || (line.contains("c++' failed: No such file") || line.contains("c++: not found"))
-        {
-            return Some(system(&["g++"], "a C++ compiler is needed".into()));
-        }
-        // Pillow: `The headers or library files could not be found for jpeg, a required dependency`
-        if let Some(name) =
-            line.split("could not be found for ").nth(1).and_then(|r| r.split([',', ' ']).next())
-            && let Some(packages) = package_for_library(name)
-        {
-            return Some(system(packages, format!("the headers of {name} are missing")));
-        }
-        // `/usr/bin/ld: cannot find -lhdf5`
-        if let Some(name) = line
-            .split("cannot find -l")
-            .nth(1)
-            .map(|r| r.split_whitespace().next().unwrap_or("").trim_end_matches(':'))
-            && let Some(packages) = package_for_library(name)
-        {
-            return Some(system(packages, format!("the linker cannot find -l{name}")));
-        }
-        // `libhdf5.so: cannot open shared object file`
-        if let Some(lib) = line.split_whitespace().find(|w| w.starts_with("lib") && w.contains(".so"))
-            && line.contains("cannot open shared object file")
-        {
-            let name = lib.trim_end_matches(':').trim_start_matches("lib").split(".so").next().unwrap_or("");
-            if let Some(packages) = package_for_library(name) {
-                return Some(system(packages, format!("a shared library is missing: {lib}")));
-            }
-        }
-    }
-    // `Because you require numpy==1.12 and numpy>=1.14.3, … unsatisfiable`: pins of the project's
-    // files that cannot hold together (a static reading gathers every Python version's); also at
-    // the end of a longer chain, `And because you require pytest==4.6.9, we can conclude …`.
-    for line in log.lines() {
-        let rest =
-            line.split("Because you require ").nth(1).or_else(|| line.split("because you require ").nth(1));
-        if let Some(rest) = rest
-            && line.contains("unsatisfiable")
-            && let Some(first) = rest.split([',']).next().and_then(|r| r.split(" and ").next())
-            && let Some((package, _)) = first.split_once("==")
-        {
-            return Some(Fix::Relax {
-                package: package.trim().to_lowercase(),
-                because: format!("the project's pins of {} cannot all hold", package.trim()),
-            });
-        }
-    }
-    // A release newer than the pin's date, asked for by the project: that one package at its
-    // newest (see [`repin_to_pr_date`] for the first try).
-    if let Some(package) = newer_than_pin(log).filter(|p| !so_far.unpinned.contains(p)) {
-        return Some(Fix::Unpin {
-            because: format!("the project requires a release of {package} newer than the pin's date"),
-            package,
-        });
-    }
-    // A pytest newer than the project's configuration: `[pytest]` in setup.cfg is refused from
-    // pytest 4 on, so the project's tests were run by an older one.
-    if log.contains("[pytest] section in setup.cfg files is no longer supported")
-        && !so_far.requirements.contains(OLD_CONFIG_PYTEST)
-    {
-        return Some(Fix::Requirement {
-            distribution: OLD_CONFIG_PYTEST.into(),
-            because:
-                "the project configures pytest in a `[pytest]` section of setup.cfg, which pytest 4 refuses"
-                    .into(),
-        });
-    }
-    // Pytest of the pin's date that does not run on this Python.
-    if log.contains("AttributeError: __spec__")
-        // Its assertion rewriting builds an AST the newer Python refuses.
-        || log.contains("required field \"lineno\" missing from alias")
-        || log
-            .lines()
-            .any(|l| l.contains("_pytest/") && (l.contains("TypeError") || l.contains("AttributeError")))
-    {
-        return Some(Fix::Unpin {
-            package: "pytest".into(),
-            because: "pytest of that date does not run on this Python".into(),
-        });
-    }
-    // A module missing at import or collection: the distribution of that name.
-    for line in log.lines() {
-        if let Some(module) = between(line, "No module named", '\'', '\'') {
-            let top = module.split('.').next().unwrap_or(module);
-            if own.iter().any(|o| o == top) || top.is_empty() {
+            let Some(spec) = line.split(marker).nth(1).and_then(|r| r.split('`').next()) else { continue };
+            let package = spec.split(['=', '<', '>', '!', '~', ' ', '@']).next().unwrap_or("").trim();
+            if package.is_empty() || package == "." || spec.contains("file://") {
                 continue;
             }
-            // `pip._vendor.html5lib`: `pip` imports, so it is there, but not as of the pin's date;
-            // likewise a module of what the tools layer installs today (`pkg_resources`).
-            let distribution = distribution_for_module(top);
-            if module.contains('.') || TOOLS.contains(&distribution.as_str()) {
-                return Some(Fix::Reinstall {
-                    distribution,
+            // Unpinned and still not building: what it lacks is for the rules below.
+            if f.so_far.unpinned.contains(&package.to_lowercase()) {
+                continue;
+            }
+            if !f.so_far.unpinned.is_empty() && f.so_far.pinned_no_earlier_than.is_none() {
+                return Some(Fix::Repin {
+                    to: f.wheels_since.to_string(),
                     because: format!(
-                        "the installed `{top}` is newer than the pin's date and has no `{module}`"
+                        "{spec} is the second release of the pin's date that does not build on this Python"
                     ),
                 });
             }
-            return Some(Fix::Requirement {
-                distribution: distribution_for_module(top),
-                because: format!("the module `{top}` is not installed"),
+            return Some(Fix::Unpin {
+                package: package.to_lowercase(),
+                because: format!("{spec} does not build on this Python"),
             });
         }
     }
-    // hatchling's editable install without build isolation.
-    if log.contains("editables") && log.contains("--no-build-isolation") {
-        return Some(Fix::Requirement {
-            distribution: "editables".into(),
-            because: "hatchling's editable install needs it".into(),
-        });
+    None
+}
+
+/// A header, library, compiler or pkg-config a build looked for: the Debian packages that have
+/// it. The first line that names one decides.
+fn missing_system_library(f: &Failure) -> Option<Fix> {
+    f.log.lines().find_map(|line| system_fix_for_line(line, f.log))
+}
+
+fn system_fix_for_line(line: &str, log: &str) -> Option<Fix> {
+    // `foo.c:3:10: fatal error: hdf5.h: No such file or directory`
+    if let Some(header) = between(line, "fatal error:", ' ', ':').filter(|_| line.contains("No such file"))
+        && let Some(packages) = package_for_header(header.trim())
+    {
+        return Some(system(packages, format!("a C header is missing: {}", header.trim())));
+    }
+    // pkg-config: `Package hdf5 was not found in the pkg-config search path`
+    if let Some(name) = line.trim().strip_prefix("Package ").and_then(|r| r.split_whitespace().next())
+        && line.contains("was not found in the pkg-config search path")
+        && let Some(packages) = package_for_library(name)
+    {
+        return Some(system(packages, format!("pkg-config has no `{name}`")));
+    }
+    if line.contains("pkg-config: not found")
+        || line.contains("pkg-config: command not found")
+        || line.contains("pkg-config probably not installed")
+    {
+        // A build that looks its library up with pkg-config needs the library's headers too.
+        let mut packages = vec!["pkg-config"];
+        for (library, needs) in [("HDF5", "libhdf5-dev"), ("libffi", "libffi-dev"), ("libxml", "libxml2-dev")]
+        {
+            if log.contains(library) {
+                packages.push(needs);
+            }
+        }
+        return Some(system(&packages, "pkg-config is not installed".into()));
+    }
+    // `error: command 'x86_64-linux-gnu-g++' failed: No such file or directory`: C++ sources.
+    if (line.contains("g++' failed: No such file") || line.contains("g++: not found"))
+        || (line.contains("c++' failed: No such file") || line.contains("c++: not found"))
+    {
+        return Some(system(&["g++"], "a C++ compiler is needed".into()));
+    }
+    // Pillow: `The headers or library files could not be found for jpeg, a required dependency`
+    if let Some(name) = line.split("could not be found for ").nth(1).and_then(|r| r.split([',', ' ']).next())
+        && let Some(packages) = package_for_library(name)
+    {
+        return Some(system(packages, format!("the headers of {name} are missing")));
+    }
+    // `/usr/bin/ld: cannot find -lhdf5`
+    if let Some(name) = line
+        .split("cannot find -l")
+        .nth(1)
+        .map(|r| r.split_whitespace().next().unwrap_or("").trim_end_matches(':'))
+        && let Some(packages) = package_for_library(name)
+    {
+        return Some(system(packages, format!("the linker cannot find -l{name}")));
+    }
+    // `libhdf5.so: cannot open shared object file`
+    if let Some(lib) = line.split_whitespace().find(|w| w.starts_with("lib") && w.contains(".so"))
+        && line.contains("cannot open shared object file")
+    {
+        let name = lib.trim_end_matches(':').trim_start_matches("lib").split(".so").next().unwrap_or("");
+        if let Some(packages) = package_for_library(name) {
+            return Some(system(packages, format!("a shared library is missing: {lib}")));
+        }
     }
     None
+}
+
+/// `Because you require numpy==1.12 and numpy>=1.14.3, … unsatisfiable`: pins of the project's
+/// files that cannot hold together (a static reading gathers every Python version's); also at the
+/// end of a longer chain, `And because you require pytest==4.6.9, we can conclude …`.
+fn unsatisfiable_pins(f: &Failure) -> Option<Fix> {
+    f.log.lines().find_map(|line| {
+        let rest = line
+            .split("Because you require ")
+            .nth(1)
+            .or_else(|| line.split("because you require ").nth(1))?;
+        let first = rest.split([',']).next().and_then(|r| r.split(" and ").next())?;
+        let (package, _) = first.split_once("==").filter(|_| line.contains("unsatisfiable"))?;
+        Some(Fix::Relax {
+            package: package.trim().to_lowercase(),
+            because: format!("the project's pins of {} cannot all hold", package.trim()),
+        })
+    })
+}
+
+/// A release newer than the pin's date, asked for by the project: that one package at its newest
+/// (see [`repin_to_pr_date`] for the first try).
+fn newer_release(f: &Failure) -> Option<Fix> {
+    let package = newer_than_pin(f.log).filter(|p| !f.so_far.unpinned.contains(p))?;
+    Some(Fix::Unpin {
+        because: format!("the project requires a release of {package} newer than the pin's date"),
+        package,
+    })
+}
+
+/// A pytest newer than the project's configuration: `[pytest]` in setup.cfg is refused from pytest
+/// 4 on, so the project's tests were run by an older one.
+fn old_pytest_config(f: &Failure) -> Option<Fix> {
+    (f.log.contains("[pytest] section in setup.cfg files is no longer supported")
+        && !f.so_far.requirements.contains(OLD_CONFIG_PYTEST))
+    .then(|| Fix::Requirement {
+        distribution: OLD_CONFIG_PYTEST.into(),
+        because: "the project configures pytest in a `[pytest]` section of setup.cfg, which pytest 4 refuses"
+            .into(),
+    })
+}
+
+/// Pytest of the pin's date that does not run on this Python.
+fn old_pytest(f: &Failure) -> Option<Fix> {
+    let log = f.log;
+    (log.contains("AttributeError: __spec__")
+        // Its assertion rewriting builds an AST the newer Python refuses.
+        || log.contains("required field \"lineno\" missing from alias")
+        || log.lines().any(|l| l.contains("_pytest/") && (l.contains("TypeError") || l.contains("AttributeError"))))
+    .then(|| Fix::Unpin {
+        package: "pytest".into(),
+        because: "pytest of that date does not run on this Python".into(),
+    })
+}
+
+/// A module missing at import or collection: the distribution of that name.
+fn missing_module(f: &Failure) -> Option<Fix> {
+    f.log.lines().find_map(|line| {
+        let module = between(line, "No module named", '\'', '\'')?;
+        let top = module.split('.').next().unwrap_or(module);
+        if f.own.iter().any(|o| o == top) || top.is_empty() {
+            return None;
+        }
+        // `pip._vendor.html5lib`: `pip` imports, so it is there, but not as of the pin's date;
+        // likewise a module of what the tools layer installs today (`pkg_resources`).
+        let distribution = distribution_for_module(top);
+        if module.contains('.') || TOOLS.contains(&distribution.as_str()) {
+            return Some(Fix::Reinstall {
+                distribution,
+                because: format!("the installed `{top}` is newer than the pin's date and has no `{module}`"),
+            });
+        }
+        Some(Fix::Requirement { distribution, because: format!("the module `{top}` is not installed") })
+    })
+}
+
+/// hatchling's editable install without build isolation.
+fn hatch_editables(f: &Failure) -> Option<Fix> {
+    (f.log.contains("editables") && f.log.contains("--no-build-isolation")).then(|| Fix::Requirement {
+        distribution: "editables".into(),
+        because: "hatchling's editable install needs it".into(),
+    })
 }
 
 fn system(packages: &[&str], because: String) -> Fix {
