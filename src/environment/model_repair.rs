@@ -90,81 +90,17 @@ pub fn steady_log(log: &str) -> String {
 /// Reads the model's answer. `suites` are the base suites that fit the project, with their Python.
 pub fn read_answer(answer: &str, suites: &[(&str, (u32, u32))]) -> Proposal {
     let mut out = Proposal::default();
-    let mut in_fence = false;
     for line in answer.lines() {
         let trimmed = line.trim();
-        if trimmed.starts_with("```") {
-            in_fence = !in_fence;
-            continue;
-        }
-        if trimmed.is_empty() || trimmed.starts_with('#') {
+        if trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with("```") {
             continue;
         }
         let because = format!("the model: {trimmed}");
-        let w = words(trimmed);
-        let fixes = match w.as_slice() {
-            ["apt-get" | "apt", "install", rest @ ..] => {
-                let packages: Vec<String> =
-                    rest.iter().filter(|p| !p.starts_with('-')).map(|p| p.to_string()).collect();
-                if !packages.is_empty() && packages.iter().all(|p| debian_package_ok(p)) {
-                    vec![Fix::SystemPackages { packages, because }]
-                } else {
-                    vec![]
-                }
-            }
-            ["pip" | "pip3", "install", rest @ ..] => {
-                let upgrade = rest.iter().any(|x| *x == "--upgrade" || *x == "-U");
-                // Options that change what is installed from where (`-r`, `-e`, `--index-url`)
-                // make the line one the recipe cannot take.
-                let plain = ["--upgrade", "-U", "-q", "--quiet", "--no-cache-dir", "-y"];
-                let options_ok = rest.iter().filter(|x| x.starts_with('-')).all(|x| plain.contains(x));
-                let names: Vec<String> = rest
-                    .iter()
-                    .filter(|x| !x.starts_with('-'))
-                    .map(|x| x.trim_matches(['"', '\'']).to_string())
-                    .collect();
-                if !options_ok || names.is_empty() || !names.iter().all(|n| requirement_ok(n)) {
-                    vec![]
-                } else if upgrade {
-                    names
-                        .iter()
-                        .map(|n| Fix::Unpin {
-                            package: super::detect::requirement_name(n),
-                            because: because.clone(),
-                        })
-                        .collect()
-                } else {
-                    names
-                        .into_iter()
-                        .map(|n| Fix::Requirement { distribution: n, because: because.clone() })
-                        .collect()
-                }
-            }
-            ["export", assignment] => match assignment.split_once('=') {
-                Some((name, value)) => {
-                    let value = value.trim_matches(['"', '\'']);
-                    if env_name_ok(name) && env_value_ok(value) {
-                        vec![Fix::Env { name: name.into(), value: value.into(), because }]
-                    } else {
-                        vec![]
-                    }
-                }
-                None => vec![],
-            },
-            [python, version] if python.starts_with("python") => {
-                let wanted = version.trim_start_matches(['v', 'V']);
-                suites
-                    .iter()
-                    .find(|(_, (major, minor))| format!("{major}.{minor}") == wanted)
-                    .map(|(suite, (major, minor))| {
-                        vec![Fix::Python {
-                            suite: suite.to_string(),
-                            python: format!("{major}.{minor}"),
-                            because,
-                        }]
-                    })
-                    .unwrap_or_default()
-            }
+        let fixes = match words(trimmed).as_slice() {
+            ["apt-get" | "apt", "install", rest @ ..] => apt_install(rest, because),
+            ["pip" | "pip3", "install", rest @ ..] => pip_install(rest, &because),
+            ["export", assignment] => export(assignment, because),
+            [python, version] if python.starts_with("python") => python_version(version, suites, because),
             _ => vec![],
         };
         if fixes.is_empty() {
@@ -175,6 +111,65 @@ pub fn read_answer(answer: &str, suites: &[(&str, (u32, u32))]) -> Proposal {
     }
     out.fixes.truncate(MAX_CHANGES);
     out
+}
+
+/// `apt-get install a b`: those Debian packages, when every name is one.
+fn apt_install(rest: &[&str], because: String) -> Vec<Fix> {
+    let packages: Vec<String> = rest.iter().filter(|p| !p.starts_with('-')).map(|p| p.to_string()).collect();
+    if !packages.is_empty() && packages.iter().all(|p| debian_package_ok(p)) {
+        vec![Fix::SystemPackages { packages, because }]
+    } else {
+        vec![]
+    }
+}
+
+/// `pip install a b` adds requirements, `pip install -U a` takes `a` at its newest. Options that
+/// change what is installed from where (`-r`, `-e`, `--index-url`) make the line one the recipe
+/// cannot take.
+fn pip_install(rest: &[&str], because: &str) -> Vec<Fix> {
+    let upgrade = rest.iter().any(|x| *x == "--upgrade" || *x == "-U");
+    let plain = ["--upgrade", "-U", "-q", "--quiet", "--no-cache-dir", "-y"];
+    let options_ok = rest.iter().filter(|x| x.starts_with('-')).all(|x| plain.contains(x));
+    let names: Vec<String> = rest
+        .iter()
+        .filter(|x| !x.starts_with('-'))
+        .map(|x| x.trim_matches(['"', '\'']).to_string())
+        .collect();
+    if !options_ok || names.is_empty() || !names.iter().all(|n| requirement_ok(n)) {
+        return vec![];
+    }
+    let because = because.to_string();
+    if upgrade {
+        names
+            .iter()
+            .map(|n| Fix::Unpin { package: super::detect::requirement_name(n), because: because.clone() })
+            .collect()
+    } else {
+        names.into_iter().map(|n| Fix::Requirement { distribution: n, because: because.clone() }).collect()
+    }
+}
+
+/// `export NAME=value`: a variable the installs see, when name and value are plain.
+fn export(assignment: &str, because: String) -> Vec<Fix> {
+    let Some((name, value)) = assignment.split_once('=') else { return vec![] };
+    let value = value.trim_matches(['"', '\'']);
+    if env_name_ok(name) && env_value_ok(value) {
+        vec![Fix::Env { name: name.into(), value: value.into(), because }]
+    } else {
+        vec![]
+    }
+}
+
+/// `python 3.9`: the suite of that Python, when one fits the project.
+fn python_version(version: &str, suites: &[(&str, (u32, u32))], because: String) -> Vec<Fix> {
+    let wanted = version.trim_start_matches(['v', 'V']);
+    suites
+        .iter()
+        .find(|(_, (major, minor))| format!("{major}.{minor}") == wanted)
+        .map(|(suite, (major, minor))| {
+            vec![Fix::Python { suite: suite.to_string(), python: format!("{major}.{minor}"), because }]
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
