@@ -143,81 +143,112 @@ impl BuiltinAgent {
         attempt: u32,
         meter: &Meter,
     ) -> Result<Revision, TaskError> {
-        let mut places: Vec<(String, u64, Region, &str)> = Vec::new();
-        for note in &task.review {
-            let (Some(path), Some(line)) = (&note.path, note.line) else { continue };
-            let Some((_, text)) = task.files.iter().find(|(p, _)| p == path) else { continue };
-            let region = rewrite::region(text, line as usize);
-            // Two notes in one place are answered together.
-            match places
-                .iter_mut()
-                .find(|(p, _, r, _)| p == path && r.start <= region.end && region.start <= r.end)
-            {
-                Some(place) => {
-                    place.2 =
-                        Region { start: place.2.start.min(region.start), end: place.2.end.max(region.end) }
-                }
-                None => places.push((path.clone(), line, region, note.body.as_str())),
-            }
-        }
-        places.sort_by(|a, b| a.0.cmp(&b.0).then(b.2.start.cmp(&a.2.start)));
         let mut transcript = Vec::new();
-        for (path, line, region, _) in &places {
-            let review: Vec<&str> = task
-                .review
-                .iter()
-                .filter(|n| {
-                    n.path.as_deref() == Some(path.as_str())
-                        && n.line.is_some_and(|l| (region.start..=region.end).contains(&(l as usize)))
-                })
-                .map(|n| n.body.trim())
-                .collect();
+        for place in places(task) {
             // A path from data may not leave the working copy.
-            if crate::record::check_repo_path(path).is_err() {
+            if crate::record::check_repo_path(&place.path).is_err() {
                 continue;
             }
-            let file = workdir.join(path);
-            let source = std::fs::read_to_string(&file)
-                .map_err(|e| TaskError::infra(format!("reading {}: {e}", file.display())))?;
-            let original = rewrite::cut(&source, *region);
-            let values = std::collections::BTreeMap::from([
-                ("pr_title", task.pr_title.clone()),
-                ("patch", crate::agent::file_patch(&task.patch, path)),
-                ("review", review.join("\n\n")),
-                ("path", path.clone()),
-                ("line", line.to_string()),
-                ("start", region.start.to_string()),
-                ("end", region.end.to_string()),
-                ("code", original.clone()),
-            ]);
-            let mut messages = self.prompt.render(&values);
-            for step in 1..=self.max_steps {
-                let (answer, _) = self.llm.chat(&self.request(messages.clone(), attempt)).await?;
-                meter.add(answer.usage.into());
-                let outcome = rewrite::rewritten(&answer.text, &original, answer.truncated);
-                transcript.push(json!({
-                    "step": step,
-                    "place": format!("{path}:{}-{}", region.start, region.end),
-                    "answer": answer.text,
-                    "applied": usize::from(outcome.is_ok()),
-                    "errors": outcome.as_ref().err().into_iter().collect::<Vec<_>>(),
-                }));
-                match outcome {
-                    Ok(code) => {
-                        std::fs::write(&file, rewrite::splice(&source, *region, &code))
-                            .map_err(|e| TaskError::infra(format!("writing {}: {e}", file.display())))?;
-                        break;
-                    }
-                    Err(error) => {
-                        messages.push(Message::assistant(answer.text));
-                        messages.extend(self.feedback_message(&[error]));
-                    }
-                }
-            }
+            self.rewrite_place(task, &place, workdir, attempt, meter, &mut transcript).await?;
         }
         let diff = working_diff(workdir).map_err(|e| TaskError::infra(e.to_string()))?;
         Ok(Revision { diff, transcript })
     }
+
+    /// One place rewritten: asked, and asked again with the error, until an answer splices in or
+    /// the steps run out. Every answer goes to `transcript`.
+    async fn rewrite_place(
+        &self,
+        task: &AgentTask,
+        place: &Place,
+        workdir: &Path,
+        attempt: u32,
+        meter: &Meter,
+        transcript: &mut Vec<Value>,
+    ) -> Result<(), TaskError> {
+        let Place { path, line, region } = place;
+        let review: Vec<&str> = task
+            .review
+            .iter()
+            .filter(|n| {
+                n.path.as_deref() == Some(path.as_str())
+                    && n.line.is_some_and(|l| (region.start..=region.end).contains(&(l as usize)))
+            })
+            .map(|n| n.body.trim())
+            .collect();
+        let file = workdir.join(path);
+        let source = std::fs::read_to_string(&file)
+            .map_err(|e| TaskError::infra(format!("reading {}: {e}", file.display())))?;
+        let original = rewrite::cut(&source, *region);
+        let values = std::collections::BTreeMap::from([
+            ("pr_title", task.pr_title.clone()),
+            ("patch", crate::agent::file_patch(&task.patch, path)),
+            ("review", review.join("\n\n")),
+            ("path", path.clone()),
+            ("line", line.to_string()),
+            ("start", region.start.to_string()),
+            ("end", region.end.to_string()),
+            ("code", original.clone()),
+        ]);
+        let mut messages = self.prompt.render(&values);
+        for step in 1..=self.max_steps {
+            let (answer, _) = self.llm.chat(&self.request(messages.clone(), attempt)).await?;
+            meter.add(answer.usage.into());
+            let outcome = rewrite::rewritten(&answer.text, &original, answer.truncated);
+            transcript.push(json!({
+                "step": step,
+                "place": format!("{path}:{}-{}", region.start, region.end),
+                "answer": answer.text,
+                "applied": usize::from(outcome.is_ok()),
+                "errors": outcome.as_ref().err().into_iter().collect::<Vec<_>>(),
+            }));
+            match outcome {
+                Ok(code) => {
+                    std::fs::write(&file, rewrite::splice(&source, *region, &code))
+                        .map_err(|e| TaskError::infra(format!("writing {}: {e}", file.display())))?;
+                    return Ok(());
+                }
+                Err(error) => {
+                    messages.push(Message::assistant(answer.text));
+                    messages.extend(self.feedback_message(&[error]));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A place the rewrite mode rewrites: a file, the line of its first note, the region around it.
+#[derive(Debug, PartialEq)]
+struct Place {
+    path: String,
+    line: u64,
+    region: Region,
+}
+
+/// The places of the review notes on shown files: two notes in one place are answered together;
+/// by file, and the lowest first within a file.
+fn places(task: &AgentTask) -> Vec<Place> {
+    let mut places: Vec<Place> = Vec::new();
+    for note in &task.review {
+        let (Some(path), Some(line)) = (&note.path, note.line) else { continue };
+        let Some((_, text)) = task.files.iter().find(|(p, _)| p == path) else { continue };
+        let region = rewrite::region(text, line as usize);
+        match places
+            .iter_mut()
+            .find(|p| &p.path == path && p.region.start <= region.end && region.start <= p.region.end)
+        {
+            Some(place) => {
+                place.region = Region {
+                    start: place.region.start.min(region.start),
+                    end: place.region.end.max(region.end),
+                }
+            }
+            None => places.push(Place { path: path.clone(), line, region }),
+        }
+    }
+    places.sort_by(|a, b| a.path.cmp(&b.path).then(b.region.start.cmp(&a.region.start)));
+    places
 }
 
 impl Agent for BuiltinAgent {

@@ -230,7 +230,47 @@ pub fn gold(path: &Path, options: &GoldOptions<'_>) -> Result<u8, Failure> {
         plan.id,
         filter.llm.settings.model
     );
+    let scored = judged(&filter, comments)?;
+    if let Some(file) = scores {
+        write_scores(file, &scored)?;
+    }
+    print_word(&scored);
 
+    let choice = calibration::choose(&scored.tune, config.precision_bar);
+    let threshold = choice.map(|c| c.threshold);
+    let (tune, heldout) = match threshold {
+        Some(t) => (Confusion::at(&scored.tune, t), Confusion::at(&scored.heldout, t)),
+        None => (scored.word_tune, scored.word_heldout),
+    };
+    match choice {
+        Some(c) => {
+            println!(
+                "\nCalibrated: keep when the model's confidence in a kept kind is at least {:.4} (chosen on the tuning split; {}):\n\n{HEADER}",
+                c.threshold,
+                how_chosen(c, config.precision_bar)
+            );
+            println!("{}\n{}", row("tune", &tune), row("heldout", &heldout));
+        }
+        None => println!("\nNo threshold keeps a kept comment of the tuning split; the model's word stands."),
+    }
+    print_disagreements(&scored, threshold);
+
+    if measured_on.is_some() {
+        at_recorded_threshold(&context.dir, &config, &filter, &scored);
+    } else if let Some(choice) = choice {
+        report_record(&context.dir, &config, &filter, &gold_path, choice, tune, heldout, record)?;
+    } else if record {
+        return Err(anyhow!("nothing to record: no threshold keeps a kept comment").into());
+    }
+    let precision = heldout.precision();
+    let verdict = if precision >= config.precision_bar { "meets" } else { "is below" };
+    println!("\nheld-out precision {precision:.3} {verdict} the bar of {:.2}", config.precision_bar);
+    Ok(if precision >= config.precision_bar { exit::OK } else { exit::ERRORED })
+}
+
+/// Every gold comment judged (with a progress bar on a terminal) and scored; an error when any of
+/// them got no answer.
+fn judged(filter: &Arc<Filter>, comments: Vec<GoldComment>) -> Result<Scored, Failure> {
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("async runtime")?;
     let bar = indicatif::ProgressBar::new(comments.len() as u64);
@@ -238,7 +278,7 @@ pub fn gold(path: &Path, options: &GoldOptions<'_>) -> Result<u8, Failure> {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
     let comments = Arc::new(comments);
-    let results = runtime.block_on(judge_all(&filter, &comments, &bar));
+    let results = runtime.block_on(judge_all(filter, &comments, &bar));
     bar.finish_and_clear();
     let scored = score(&comments, results);
     if !scored.errors.is_empty() {
@@ -249,19 +289,25 @@ pub fn gold(path: &Path, options: &GoldOptions<'_>) -> Result<u8, Failure> {
             anyhow!("{} of {} gold comments got no answer", scored.errors.len(), comments.len()).into()
         );
     }
+    Ok(scored)
+}
 
-    if let Some(file) = scores {
-        let lines: Vec<String> = scored
-            .rows
-            .iter()
-            .map(|(id, split, gold_keep, p, reason)| {
-                serde_json::json!({"id": id, "split": split, "gold_keep": gold_keep, "confidence": p, "reason": reason})
-                    .to_string()
-            })
-            .collect();
-        std::fs::write(file, lines.join("\n") + "\n")
-            .with_context(|| format!("writing {}", file.display()))?;
-    }
+/// Every comment's confidence, split and label, one JSON object a line.
+fn write_scores(file: &Path, scored: &Scored) -> Result<(), Failure> {
+    let lines: Vec<String> = scored
+        .rows
+        .iter()
+        .map(|(id, split, gold_keep, p, reason)| {
+            serde_json::json!({"id": id, "split": split, "gold_keep": gold_keep, "confidence": p, "reason": reason})
+                .to_string()
+        })
+        .collect();
+    std::fs::write(file, lines.join("\n") + "\n").with_context(|| format!("writing {}", file.display()))?;
+    Ok(())
+}
+
+/// The figures of the model's word, and the rules that decided before it.
+fn print_word(scored: &Scored) {
     println!("The model's word (keep or drop as written):\n\n{HEADER}");
     println!("{}\n{}", row("tune", &scored.word_tune), row("heldout", &scored.word_heldout));
     println!(
@@ -274,35 +320,21 @@ pub fn gold(path: &Path, options: &GoldOptions<'_>) -> Result<u8, Failure> {
             println!("- `{name}`: {fired} / {keeps}");
         }
     }
+}
 
-    let choice = calibration::choose(&scored.tune, config.precision_bar);
-    let threshold = choice.map(|c| c.threshold);
-    let (tune, heldout) = match threshold {
-        Some(t) => (Confusion::at(&scored.tune, t), Confusion::at(&scored.heldout, t)),
-        None => (scored.word_tune, scored.word_heldout),
-    };
-    match choice {
-        Some(c) => println!(
-            "\nCalibrated: keep when the model's confidence in a kept kind is at least {:.4} (chosen on the tuning split; {}):\n\n{HEADER}",
-            c.threshold,
-            if c.reaches_bar {
-                format!(
-                    "the lowest threshold whose precision, at the low end of its one-sided 95% interval, reaches {:.2}",
-                    config.precision_bar
-                )
-            } else {
-                format!(
-                    "no threshold reaches {:.2}, this one has the highest precision",
-                    config.precision_bar
-                )
-            }
-        ),
-        None => println!("\nNo threshold keeps a kept comment of the tuning split; the model's word stands."),
+/// Why the calibration chose its threshold, in words.
+fn how_chosen(c: calibration::Choice, bar: f64) -> String {
+    if c.reaches_bar {
+        format!(
+            "the lowest threshold whose precision, at the low end of its one-sided 95% interval, reaches {bar:.2}"
+        )
+    } else {
+        format!("no threshold reaches {bar:.2}, this one has the highest precision")
     }
-    if choice.is_some() {
-        println!("{}\n{}", row("tune", &tune), row("heldout", &heldout));
-    }
+}
 
+/// The comments the decision (at `threshold`, or the model's word without one) gets wrong.
+fn print_disagreements(scored: &Scored, threshold: Option<f64>) {
     let decided = |p: f64, word_row: &str| threshold.map_or(word_row != "drop", |t| p >= t);
     let wrong: Vec<String> = scored
         .rows
@@ -319,18 +351,6 @@ pub fn gold(path: &Path, options: &GoldOptions<'_>) -> Result<u8, Failure> {
             println!("- {w}");
         }
     }
-
-    if measured_on.is_some() {
-        at_recorded_threshold(&context.dir, &config, &filter, &scored);
-    } else if let Some(choice) = choice {
-        report_record(&context.dir, &config, &filter, &gold_path, choice, tune, heldout, record)?;
-    } else if record {
-        return Err(anyhow!("nothing to record: no threshold keeps a kept comment").into());
-    }
-    let precision = heldout.precision();
-    let verdict = if precision >= config.precision_bar { "meets" } else { "is below" };
-    println!("\nheld-out precision {precision:.3} {verdict} the bar of {:.2}", config.precision_bar);
-    Ok(if precision >= config.precision_bar { exit::OK } else { exit::ERRORED })
 }
 
 /// On a measurement set: the figures at the threshold the stage has recorded (what `curate run`

@@ -103,45 +103,22 @@ pub fn report(
     let records = store::load(&loaded.state_dir).context("reading the state")?;
     let flow = Flow::new(&loaded.pipeline, &loaded.data);
     let states = walk::walk(&flow, &records);
-    let funnel = report::funnel::funnel(&flow, &states, &records, loaded.problems.len());
-    // Table 4 once tests exist: of the comments the last comment stage kept.
-    let stats = loaded
-        .pipeline
-        .stages
-        .iter()
-        .any(|s| s.provides == Some(contract::Test::NAME))
-        .then(|| export::final_stage(&flow, None).ok())
-        .flatten()
-        .map(|last| export::assemble(&flow, &states, last).stats);
-    // Table 5 and its figures, for an evaluation pipeline.
-    let evaluation = report::evaluation::evaluation(&flow, &states);
-    let relevance = report::relevance::section(&flow, &states);
-    let markdown = || {
-        let mut md = funnel.to_markdown();
-        if let Some(stats) = &stats {
-            md.push_str(&format!("\n## Benchmark statistics (Table 4)\n\n{}", stats.to_markdown()));
-        }
-        if let Some(relevance) = &relevance {
-            md.push_str(&format!("\n{relevance}"));
-        }
-        if let Some(evaluation) = &evaluation {
-            md.push_str(&format!("\n{}", evaluation.to_markdown()));
-        }
-        md
+    let sections = Sections {
+        funnel: report::funnel::funnel(&flow, &states, &records, loaded.problems.len()),
+        // Table 4 once tests exist: of the comments the last comment stage kept.
+        stats: loaded
+            .pipeline
+            .stages
+            .iter()
+            .any(|s| s.provides == Some(contract::Test::NAME))
+            .then(|| export::final_stage(&flow, None).ok())
+            .flatten()
+            .map(|last| export::assemble(&flow, &states, last).stats),
+        // Table 5 and its figures, for an evaluation pipeline.
+        evaluation: report::evaluation::evaluation(&flow, &states),
+        relevance: report::relevance::section(&flow, &states),
     };
-    let mut figures = vec![("funnel.svg", "The funnel (Table 3)", report::chart::funnel(&funnel))];
-    if let Some(evaluation) = &evaluation {
-        figures.push((
-            "overlaps.svg",
-            "Tests passed by each set of reviewers (Figure 5)",
-            report::chart::overlaps(evaluation),
-        ));
-        figures.push((
-            "categories.svg",
-            "Pass rate by review category (Figure 7)",
-            report::chart::categories(evaluation),
-        ));
-    }
+    let figures = sections.figures();
     if let Some(dir) = charts {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         for (file, _, svg) in &figures {
@@ -150,30 +127,69 @@ pub fn report(
         }
     }
     match format {
-        ReportFormat::Md => print!("{}", markdown()),
+        ReportFormat::Md => print!("{}", sections.markdown()),
         ReportFormat::Html => {
             let captioned: Vec<(&str, String)> =
                 figures.into_iter().map(|(_, caption, svg)| (caption, svg)).collect();
-            print!(
-                "{}",
-                report::html::page(&format!("curate report: {}", funnel.pipeline), &markdown(), &captioned)
-            );
+            let title = format!("curate report: {}", sections.funnel.pipeline);
+            print!("{}", report::html::page(&title, &sections.markdown(), &captioned));
         }
-        ReportFormat::Json => {
-            let mut value = serde_json::to_value(&funnel).context("encoding the report")?;
-            if let (Some(stats), Some(map)) = (&stats, value.as_object_mut()) {
-                map.insert("stats".into(), serde_json::to_value(stats).context("encoding the report")?);
-            }
-            if let (Some(evaluation), Some(map)) = (&evaluation, value.as_object_mut()) {
-                map.insert(
-                    "evaluation".into(),
-                    serde_json::to_value(evaluation).context("encoding the report")?,
-                );
-            }
-            println!("{}", serde_json::to_string_pretty(&value).context("encoding the report")?)
-        }
+        ReportFormat::Json => println!("{}", sections.json()?),
     }
     Ok(exit::OK)
+}
+
+/// What `curate report` shows of a state.
+struct Sections {
+    funnel: report::funnel::Funnel,
+    stats: Option<export::stats::Stats>,
+    evaluation: Option<report::evaluation::Evaluation>,
+    relevance: Option<String>,
+}
+
+impl Sections {
+    fn markdown(&self) -> String {
+        let mut md = self.funnel.to_markdown();
+        if let Some(stats) = &self.stats {
+            md.push_str(&format!("\n## Benchmark statistics (Table 4)\n\n{}", stats.to_markdown()));
+        }
+        if let Some(relevance) = &self.relevance {
+            md.push_str(&format!("\n{relevance}"));
+        }
+        if let Some(evaluation) = &self.evaluation {
+            md.push_str(&format!("\n{}", evaluation.to_markdown()));
+        }
+        md
+    }
+
+    /// The charts: file name, caption, SVG.
+    fn figures(&self) -> Vec<(&'static str, &'static str, String)> {
+        let mut figures = vec![("funnel.svg", "The funnel (Table 3)", report::chart::funnel(&self.funnel))];
+        if let Some(evaluation) = &self.evaluation {
+            figures.push((
+                "overlaps.svg",
+                "Tests passed by each set of reviewers (Figure 5)",
+                report::chart::overlaps(evaluation),
+            ));
+            figures.push((
+                "categories.svg",
+                "Pass rate by review category (Figure 7)",
+                report::chart::categories(evaluation),
+            ));
+        }
+        figures
+    }
+
+    fn json(&self) -> Result<String, Failure> {
+        let mut value = serde_json::to_value(&self.funnel).context("encoding the report")?;
+        if let (Some(stats), Some(map)) = (&self.stats, value.as_object_mut()) {
+            map.insert("stats".into(), serde_json::to_value(stats).context("encoding the report")?);
+        }
+        if let (Some(evaluation), Some(map)) = (&self.evaluation, value.as_object_mut()) {
+            map.insert("evaluation".into(), serde_json::to_value(evaluation).context("encoding the report")?);
+        }
+        Ok(serde_json::to_string_pretty(&value).context("encoding the report")?)
+    }
 }
 
 pub fn export(path: &Path, sel: &Selection, out: &Path, stage: Option<&str>) -> Result<u8, Failure> {

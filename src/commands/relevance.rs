@@ -117,29 +117,7 @@ pub fn relevance(path: &Path, sel: &Selection, stage: Option<&str>) -> Result<u8
             TaskState::Rejected { reason, .. } if reason.starts_with("no change") => None,
             _ => continue,
         };
-        score.decided += 1;
-        let answered = chosen.is_some();
-        if answered == row.answered {
-            score.answered_agree += 1;
-        } else {
-            disagreements.push(format!(
-                "{}: gold says {}answered, the stage {}",
-                item.id,
-                if row.answered { "" } else { "not " },
-                if answered { "chose lines" } else { "found none" }
-            ));
-        }
-        let (Some(chosen), true) = (chosen, row.answered) else { continue };
-        let wanted = gold_lines(row);
-        let both = chosen.intersection(&wanted).count();
-        score.both_answered += 1;
-        score.exact += usize::from(chosen == wanted);
-        score.overlap += usize::from(both > 0);
-        score.precision_sum += if chosen.is_empty() { 0.0 } else { both as f64 / chosen.len() as f64 };
-        score.recall_sum += if wanted.is_empty() { 0.0 } else { both as f64 / wanted.len() as f64 };
-        if both == 0 {
-            disagreements.push(format!("{}: the chosen lines miss every gold line", item.id));
-        }
+        disagreements.extend(score.add(&item.id, chosen, row));
     }
     if score.decided == 0 {
         return Err(anyhow!(
@@ -147,21 +125,8 @@ pub fn relevance(path: &Path, sel: &Selection, stage: Option<&str>) -> Result<u8
         )
         .into());
     }
-    let pct = |a: usize, b: usize| if b == 0 { 0.0 } else { 100.0 * a as f64 / b as f64 };
-    let n = score.both_answered.max(1) as f64;
     println!("Attribution (`{}`) against {}:\n", plan.id, gold_path.display());
-    println!("| measure | value |\n|---|---:|");
-    println!("| comments decided | {} |", score.decided);
-    println!(
-        "| answered or not, as the gold | {} ({:.0}%) |",
-        score.answered_agree,
-        pct(score.answered_agree, score.decided)
-    );
-    println!("| answered by both | {} |", score.both_answered);
-    println!("| exact lines | {} ({:.0}%) |", score.exact, pct(score.exact, score.both_answered));
-    println!("| overlapping lines | {} ({:.0}%) |", score.overlap, pct(score.overlap, score.both_answered));
-    println!("| mean line precision | {:.2} |", score.precision_sum / n);
-    println!("| mean line recall | {:.2} |", score.recall_sum / n);
+    score.print();
     if !disagreements.is_empty() {
         println!("\nDisagreements ({}):", disagreements.len());
         for d in &disagreements {
@@ -169,6 +134,55 @@ pub fn relevance(path: &Path, sel: &Selection, stage: Option<&str>) -> Result<u8
         }
     }
     Ok(exit::OK)
+}
+
+impl Score {
+    /// Counts comment `id`, whose attribution chose `chosen` (`None`: found no change that answers
+    /// it), against its gold row; says how they disagree.
+    fn add(&mut self, id: &str, chosen: Option<BTreeSet<Line>>, row: &GoldRow) -> Vec<String> {
+        let mut disagreements = Vec::new();
+        self.decided += 1;
+        let answered = chosen.is_some();
+        if answered == row.answered {
+            self.answered_agree += 1;
+        } else {
+            disagreements.push(format!(
+                "{id}: gold says {}answered, the stage {}",
+                if row.answered { "" } else { "not " },
+                if answered { "chose lines" } else { "found none" }
+            ));
+        }
+        let (Some(chosen), true) = (chosen, row.answered) else { return disagreements };
+        let wanted = gold_lines(row);
+        let both = chosen.intersection(&wanted).count();
+        self.both_answered += 1;
+        self.exact += usize::from(chosen == wanted);
+        self.overlap += usize::from(both > 0);
+        self.precision_sum += if chosen.is_empty() { 0.0 } else { both as f64 / chosen.len() as f64 };
+        self.recall_sum += if wanted.is_empty() { 0.0 } else { both as f64 / wanted.len() as f64 };
+        if both == 0 {
+            disagreements.push(format!("{id}: the chosen lines miss every gold line"));
+        }
+        disagreements
+    }
+
+    /// The figures as a Markdown table.
+    fn print(&self) {
+        let pct = |a: usize, b: usize| if b == 0 { 0.0 } else { 100.0 * a as f64 / b as f64 };
+        let n = self.both_answered.max(1) as f64;
+        println!("| measure | value |\n|---|---:|");
+        println!("| comments decided | {} |", self.decided);
+        println!(
+            "| answered or not, as the gold | {} ({:.0}%) |",
+            self.answered_agree,
+            pct(self.answered_agree, self.decided)
+        );
+        println!("| answered by both | {} |", self.both_answered);
+        println!("| exact lines | {} ({:.0}%) |", self.exact, pct(self.exact, self.both_answered));
+        println!("| overlapping lines | {} ({:.0}%) |", self.overlap, pct(self.overlap, self.both_answered));
+        println!("| mean line precision | {:.2} |", self.precision_sum / n);
+        println!("| mean line recall | {:.2} |", self.recall_sum / n);
+    }
 }
 
 #[cfg(test)]

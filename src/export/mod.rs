@@ -78,73 +78,12 @@ pub fn assemble(flow: &Flow, states: &[Vec<TaskState>], last: usize) -> Benchmar
         let Ok(pr) = serde_json::from_value::<PullRequest>(item.data.clone()) else { continue };
         let dir = dir_name(&item.id);
         let env = output_of(flow, states, contract::Environment::NAME, p);
-        let mut environment = json!({
-            "image": text(env, "image"),
-            "python": text(env, "python"),
-            "suite": text(env, "suite"),
-            "pinned_to": text(env, "pinned_to"),
-        });
-        if let Some(env) = env {
-            let mut put = |name: &str, contents: &Value| -> Value {
-                match contents.as_str() {
-                    Some(s) => {
-                        let path = format!("environments/{dir}/{name}");
-                        files.insert(path.clone(), s.as_bytes().to_vec());
-                        Value::String(path)
-                    }
-                    None => Value::Null,
-                }
-            };
-            environment["dockerfiles"] = json!({
-                "tools": put("Dockerfile.tools", &env["dockerfiles"]["tools"]),
-                "deps": put("Dockerfile.deps", &env["dockerfiles"]["deps"]),
-                "instance": put("Dockerfile.instance", &env["dockerfiles"]["instance"]),
-            });
-            environment["install_script"] = put("install.sh", &env["install_script"]);
-            environment["requirements"] = put("requirements.txt", &env["requirements"]);
-        }
-        let mut comments = Vec::new();
+        let environment = environment_entry(env, &dir, &mut files);
         let mut tests = Vec::new();
-        for &c in &kept {
-            let Ok(comment) = serde_json::from_value::<ReviewComment>(data.items[c].data.clone()) else {
-                continue;
-            };
-            let synthesis = output_of(flow, states, contract::Test::NAME, c);
-            let filter = output_of(flow, states, contract::FilterVerdict::NAME, c);
-            // A project test goes with the test side it needs, under a directory of its own laid
-            // out as the repository is.
-            let project = synthesis
-                .and_then(|s| serde_json::from_value::<contract::ProjectTest>(s["project"].clone()).ok());
-            let root = format!("tests/{dir}/project");
-            let test_path = synthesis.and_then(|s| s["test_file"].as_str()).map(|f| match project {
-                Some(_) => format!("{root}/{f}"),
-                None => format!("tests/{dir}/{f}"),
-            });
-            let project_test = project.map(|p| {
-                for (path, text) in &p.files {
-                    files.insert(format!("{root}/{path}"), text.as_bytes().to_vec());
-                }
-                json!({"node": p.node, "root": root, "files": p.files.keys().collect::<Vec<_>>()})
-            });
-            let test = synthesis.and_then(|s| s["test"].as_str()).unwrap_or_default();
-            if let Some(path) = &test_path {
-                files.insert(path.clone(), test.as_bytes().to_vec());
-                let kind = synthesis.and_then(|s| s["kind"].as_str()).unwrap_or("structural").to_string();
-                let attempts = synthesis.and_then(|s| s["attempts"].as_u64()).unwrap_or(1);
-                tests.push((kind, test.lines().count(), attempts));
-            }
-            comments.push(json!({
-                "id": data.items[c].id,
-                "text": comment.text,
-                "path": comment.path,
-                "line": comment.line,
-                "category": text(filter, "category"),
-                "test_path": test_path,
-                "kind": text(synthesis, "kind"),
-                "written_by": synthesis.map(|s| s["written_by"].as_str().unwrap_or("model")),
-                "project_test": project_test,
-            }));
-        }
+        let comments: Vec<Value> = kept
+            .iter()
+            .filter_map(|&c| comment_entry(flow, states, c, &dir, &mut files, &mut tests))
+            .collect();
         let patch = pr.patch.clone().unwrap_or_default();
         facts.push(InstanceFacts { repo: pr.repo.clone(), modified_lines: modified_lines(&patch), tests });
         let instance = json!({
@@ -173,6 +112,84 @@ pub fn assemble(flow: &Flow, states: &[Vec<TaskState>], last: usize) -> Benchmar
     files
         .insert("stats.md".into(), format!("# Benchmark statistics\n\n{}", stats.to_markdown()).into_bytes());
     Benchmark { files, stats }
+}
+
+/// A PR's environment as the export describes it, its Dockerfiles, install script and
+/// requirements written under `environments/{dir}/`.
+fn environment_entry(env: Option<&Value>, dir: &str, files: &mut BTreeMap<String, Vec<u8>>) -> Value {
+    let mut environment = json!({
+        "image": text(env, "image"),
+        "python": text(env, "python"),
+        "suite": text(env, "suite"),
+        "pinned_to": text(env, "pinned_to"),
+    });
+    let Some(env) = env else { return environment };
+    let mut put = |name: &str, contents: &Value| -> Value {
+        match contents.as_str() {
+            Some(s) => {
+                let path = format!("environments/{dir}/{name}");
+                files.insert(path.clone(), s.as_bytes().to_vec());
+                Value::String(path)
+            }
+            None => Value::Null,
+        }
+    };
+    environment["dockerfiles"] = json!({
+        "tools": put("Dockerfile.tools", &env["dockerfiles"]["tools"]),
+        "deps": put("Dockerfile.deps", &env["dockerfiles"]["deps"]),
+        "instance": put("Dockerfile.instance", &env["dockerfiles"]["instance"]),
+    });
+    environment["install_script"] = put("install.sh", &env["install_script"]);
+    environment["requirements"] = put("requirements.txt", &env["requirements"]);
+    environment
+}
+
+/// Kept comment `c` as the export describes it, its test written under `tests/{dir}/` (a project
+/// test with the files it needs, under a directory of its own laid out as the repository is);
+/// the test's kind, length and attempts go to `tests` for the statistics.
+fn comment_entry(
+    flow: &Flow,
+    states: &[Vec<TaskState>],
+    c: usize,
+    dir: &str,
+    files: &mut BTreeMap<String, Vec<u8>>,
+    tests: &mut Vec<(String, usize, u64)>,
+) -> Option<Value> {
+    let item = &flow.data.items[c];
+    let comment = serde_json::from_value::<ReviewComment>(item.data.clone()).ok()?;
+    let synthesis = output_of(flow, states, contract::Test::NAME, c);
+    let filter = output_of(flow, states, contract::FilterVerdict::NAME, c);
+    let project =
+        synthesis.and_then(|s| serde_json::from_value::<contract::ProjectTest>(s["project"].clone()).ok());
+    let root = format!("tests/{dir}/project");
+    let test_path = synthesis.and_then(|s| s["test_file"].as_str()).map(|f| match project {
+        Some(_) => format!("{root}/{f}"),
+        None => format!("tests/{dir}/{f}"),
+    });
+    let project_test = project.map(|p| {
+        for (path, text) in &p.files {
+            files.insert(format!("{root}/{path}"), text.as_bytes().to_vec());
+        }
+        json!({"node": p.node, "root": root, "files": p.files.keys().collect::<Vec<_>>()})
+    });
+    let test = synthesis.and_then(|s| s["test"].as_str()).unwrap_or_default();
+    if let Some(path) = &test_path {
+        files.insert(path.clone(), test.as_bytes().to_vec());
+        let kind = synthesis.and_then(|s| s["kind"].as_str()).unwrap_or("structural").to_string();
+        let attempts = synthesis.and_then(|s| s["attempts"].as_u64()).unwrap_or(1);
+        tests.push((kind, test.lines().count(), attempts));
+    }
+    Some(json!({
+        "id": item.id,
+        "text": comment.text,
+        "path": comment.path,
+        "line": comment.line,
+        "category": text(filter, "category"),
+        "test_path": test_path,
+        "kind": text(synthesis, "kind"),
+        "written_by": synthesis.map(|s| s["written_by"].as_str().unwrap_or("model")),
+        "project_test": project_test,
+    }))
 }
 
 /// The marker that says a directory holds an export, so a later export may replace it.

@@ -125,89 +125,110 @@ const SHOWN_CONTEXT: usize = 2;
 /// unchanged line between them is one [`Hunk`] (git's hunks, which merge changes up to six lines
 /// apart, would tie unrelated edits together), shown with up to two unchanged lines around it.
 pub fn parse(diff: &str) -> Vec<Hunk> {
-    let mut hunks: Vec<Hunk> = Vec::new();
-    let (mut old_path, mut new_path) = (None, None);
-    let (mut old_line, mut new_line) = (0, 0);
-    let mut in_hunk = false;
-    // Unchanged lines since the last change, and whether the open block has ended.
-    let mut context: Vec<String> = Vec::new();
-    let mut open = false;
-    let close = |hunks: &mut Vec<Hunk>, context: &[String], open: &mut bool| {
-        if *open && let Some(h) = hunks.last_mut() {
-            for line in context.iter().take(SHOWN_CONTEXT) {
-                h.text.push_str(line);
-                h.text.push('\n');
-            }
-        }
-        *open = false;
-    };
+    let mut parser = Parser::default();
     for line in diff.lines() {
+        parser.line(line);
+    }
+    parser.close();
+    parser.hunks
+}
+
+/// Where [`parse`] is in a diff.
+#[derive(Default)]
+struct Parser {
+    hunks: Vec<Hunk>,
+    old_path: Option<String>,
+    new_path: Option<String>,
+    /// The line numbers, on each side, of the next line of the git hunk.
+    old_line: u64,
+    new_line: u64,
+    /// Inside a git hunk (after its `@@` header).
+    in_hunk: bool,
+    /// Unchanged lines since the last change.
+    context: Vec<String>,
+    /// Whether the last block is still open (no unchanged line has ended it).
+    open: bool,
+}
+
+impl Parser {
+    fn line(&mut self, line: &str) {
         if line.starts_with("diff --git ") {
-            close(&mut hunks, &context, &mut open);
-            in_hunk = false;
-            context.clear();
-            (old_path, new_path) = (None, None);
-        } else if !in_hunk && line.starts_with("--- ") {
-            old_path = side_path(line, "--- ");
-        } else if !in_hunk && line.starts_with("+++ ") {
-            new_path = side_path(line, "+++ ");
+            self.close();
+            self.in_hunk = false;
+            (self.old_path, self.new_path) = (None, None);
+        } else if !self.in_hunk && line.starts_with("--- ") {
+            self.old_path = side_path(line, "--- ");
+        } else if !self.in_hunk && line.starts_with("+++ ") {
+            self.new_path = side_path(line, "+++ ");
         } else if line.starts_with("@@ ") {
-            close(&mut hunks, &context, &mut open);
-            context.clear();
+            self.close();
             match starts(line) {
                 Some((old, new)) => {
-                    (old_line, new_line) = (old, new);
-                    in_hunk = true;
+                    (self.old_line, self.new_line) = (old, new);
+                    self.in_hunk = true;
                 }
-                None => in_hunk = false,
+                None => self.in_hunk = false,
             }
-        } else if in_hunk {
+        } else if self.in_hunk {
             match line.chars().next() {
-                Some('+') | Some('-') => {
-                    // A first change, or one after unchanged lines, begins a block.
-                    if !open || !context.is_empty() {
-                        close(&mut hunks, &context, &mut open);
-                        let lead = context.len().min(SHOWN_CONTEXT);
-                        hunks.push(Hunk {
-                            old_path: old_path.clone(),
-                            new_path: new_path.clone(),
-                            old_start: old_line - lead as u64,
-                            new_start: new_line - lead as u64,
-                            removed: Vec::new(),
-                            added: Vec::new(),
-                            text: context[context.len() - lead..].iter().map(|l| format!("{l}\n")).collect(),
-                        });
-                        open = true;
-                    }
-                    context.clear();
-                    let Some(hunk) = hunks.last_mut() else { continue };
-                    if let Some(added) = line.strip_prefix('+') {
-                        hunk.added.push((new_line, added.to_string()));
-                        new_line += 1;
-                    } else {
-                        hunk.removed.push((old_line, line[1..].to_string()));
-                        old_line += 1;
-                    }
-                    hunk.text.push_str(line);
-                    hunk.text.push('\n');
-                }
+                Some('+') | Some('-') => self.change(line),
                 Some(' ') | None => {
-                    context.push(line.to_string());
-                    old_line += 1;
-                    new_line += 1;
+                    self.context.push(line.to_string());
+                    self.old_line += 1;
+                    self.new_line += 1;
                 }
                 // "\ No newline at end of file"
                 Some('\\') => {}
                 _ => {
-                    close(&mut hunks, &context, &mut open);
-                    context.clear();
-                    in_hunk = false;
+                    self.close();
+                    self.in_hunk = false;
                 }
             }
         }
     }
-    close(&mut hunks, &context, &mut open);
-    hunks
+
+    /// A removed or added line: a first change, or one after unchanged lines, begins a block.
+    fn change(&mut self, line: &str) {
+        if !self.open || !self.context.is_empty() {
+            let lead = self.context.len().min(SHOWN_CONTEXT);
+            let text = self.context[self.context.len() - lead..].iter().map(|l| format!("{l}\n")).collect();
+            self.close();
+            self.hunks.push(Hunk {
+                old_path: self.old_path.clone(),
+                new_path: self.new_path.clone(),
+                old_start: self.old_line - lead as u64,
+                new_start: self.new_line - lead as u64,
+                removed: Vec::new(),
+                added: Vec::new(),
+                text,
+            });
+            self.open = true;
+        }
+        let Some(hunk) = self.hunks.last_mut() else { return };
+        if let Some(added) = line.strip_prefix('+') {
+            hunk.added.push((self.new_line, added.to_string()));
+            self.new_line += 1;
+        } else {
+            hunk.removed.push((self.old_line, line[1..].to_string()));
+            self.old_line += 1;
+        }
+        hunk.text.push_str(line);
+        hunk.text.push('\n');
+    }
+
+    /// Ends the open block with up to [`SHOWN_CONTEXT`] of the unchanged lines after it.
+    fn close(&mut self) {
+        if self.open
+            && let Some(h) = self.hunks.last_mut()
+        {
+            for line in self.context.iter().take(SHOWN_CONTEXT) {
+                h.text.push_str(line);
+                h.text.push('\n');
+            }
+        }
+        self.open = false;
+        self.context.clear();
+    }
 }
 
 #[cfg(test)]

@@ -66,16 +66,12 @@ pub fn funnel(
     let data = flow.data;
     let counts_comments =
         data.count(Scope::Comment) > 0 || pipeline.stages.iter().any(|s| s.scope == Scope::Comment);
-    // A PR counts while it has a comment left; one with none at all (its only comment was a bad
-    // record, say) counts only where comments are not what the pipeline works on.
-    let pr_counts = |p: usize, alive: usize| {
-        if data.comments[p].is_empty() { !counts_comments } else { alive > 0 }
-    };
+    let survivors = Survivors { flow, states, counts_comments };
     let mut rows = vec![FunnelRow {
         stage: "ingest".into(),
         title: "Initial dataset".into(),
         prs: (0..data.len())
-            .filter(|&p| data.items[p].scope == Scope::Pr && pr_counts(p, data.comments[p].len()))
+            .filter(|&p| data.items[p].scope == Scope::Pr && survivors.pr_counts(p, data.comments[p].len()))
             .count(),
         comments: data.count(Scope::Comment),
         rejected: bad_records,
@@ -90,8 +86,37 @@ pub fn funnel(
         completion_tokens: 0,
     }];
     for &s in pipeline.order() {
-        // An item is still in after stage `s` if `s` and every stage upstream of it kept it (or its
-        // PR, for PR stages).
+        let (prs, comments) = survivors.after(s);
+        let plan = &pipeline.stages[s];
+        let mut row = outcomes(flow, states, records, s);
+        row.stage = plan.id.to_string();
+        row.title = plan.title.clone();
+        row.prs = prs;
+        row.comments = comments;
+        rows.push(row);
+    }
+    let complete = rows.iter().all(|r| r.errored == 0 && r.pending == 0);
+    Funnel { pipeline: pipeline.name.clone(), complete, counts_comments, funnel: rows }
+}
+
+/// Which PRs and comments are still in after a stage.
+struct Survivors<'a> {
+    flow: &'a Flow<'a>,
+    states: &'a [Vec<TaskState>],
+    counts_comments: bool,
+}
+
+impl Survivors<'_> {
+    /// A PR counts while it has a comment left; one with none at all (its only comment was a bad
+    /// record, say) counts only where comments are not what the pipeline works on.
+    fn pr_counts(&self, p: usize, alive: usize) -> bool {
+        if self.flow.data.comments[p].is_empty() { !self.counts_comments } else { alive > 0 }
+    }
+
+    /// PRs and comments still in after stage `s`: those `s` and every stage upstream of it kept
+    /// (or kept their PR, for PR stages).
+    fn after(&self, s: usize) -> (usize, usize) {
+        let (pipeline, data, states) = (self.flow.pipeline, self.flow.data, self.states);
         let chain: Vec<usize> = pipeline
             .order()
             .iter()
@@ -114,51 +139,59 @@ pub fn funnel(
             }
             let alive = data.comments[p].iter().filter(|&&c| comment_in(c)).count();
             comments += alive;
-            if pr_counts(p, alive) {
+            if self.pr_counts(p, alive) {
                 prs += 1;
             }
         }
-        let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
-        let (mut rejected, mut errored, mut pending) = (0, 0, 0);
-        let (mut prompt_tokens, mut completion_tokens) = (0, 0);
-        for x in flow.tasks(s) {
-            if let Some(usage) = states[s][x].key().and_then(|k| records.get(&k)).map(|r| r.usage) {
-                prompt_tokens += usage.prompt_tokens;
-                completion_tokens += usage.completion_tokens;
-            }
-            match &states[s][x] {
-                TaskState::Rejected { reason, .. } => {
-                    rejected += 1;
-                    *reasons.entry(reason.as_str()).or_default() += 1;
-                }
-                TaskState::Errored { .. } => errored += 1,
-                TaskState::Pending { .. } | TaskState::Waiting | TaskState::Skipped { blocked: true } => {
-                    pending += 1
-                }
-                TaskState::Kept { .. } | TaskState::Skipped { blocked: false } => {}
-            }
-        }
-        let mut reasons: Vec<ReasonCount> = reasons
-            .into_iter()
-            .map(|(reason, count)| ReasonCount { reason: reason.to_string(), count })
-            .collect();
-        reasons.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.reason.cmp(&b.reason)));
-        let plan = &pipeline.stages[s];
-        rows.push(FunnelRow {
-            stage: plan.id.to_string(),
-            title: plan.title.clone(),
-            prs,
-            comments,
-            rejected,
-            errored,
-            pending,
-            reasons,
-            prompt_tokens,
-            completion_tokens,
-        });
+        (prs, comments)
     }
-    let complete = rows.iter().all(|r| r.errored == 0 && r.pending == 0);
-    Funnel { pipeline: pipeline.name.clone(), complete, counts_comments, funnel: rows }
+}
+
+/// Stage `s`'s rejections (by reason, most first), errors, pending tasks and model tokens, as a
+/// row whose stage and counts of survivors the caller fills in.
+fn outcomes(
+    flow: &Flow,
+    states: &[Vec<TaskState>],
+    records: &HashMap<TaskKey, Record>,
+    s: usize,
+) -> FunnelRow {
+    let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
+    let (mut rejected, mut errored, mut pending) = (0, 0, 0);
+    let (mut prompt_tokens, mut completion_tokens) = (0, 0);
+    for x in flow.tasks(s) {
+        if let Some(usage) = states[s][x].key().and_then(|k| records.get(&k)).map(|r| r.usage) {
+            prompt_tokens += usage.prompt_tokens;
+            completion_tokens += usage.completion_tokens;
+        }
+        match &states[s][x] {
+            TaskState::Rejected { reason, .. } => {
+                rejected += 1;
+                *reasons.entry(reason.as_str()).or_default() += 1;
+            }
+            TaskState::Errored { .. } => errored += 1,
+            TaskState::Pending { .. } | TaskState::Waiting | TaskState::Skipped { blocked: true } => {
+                pending += 1
+            }
+            TaskState::Kept { .. } | TaskState::Skipped { blocked: false } => {}
+        }
+    }
+    let mut reasons: Vec<ReasonCount> = reasons
+        .into_iter()
+        .map(|(reason, count)| ReasonCount { reason: reason.to_string(), count })
+        .collect();
+    reasons.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.reason.cmp(&b.reason)));
+    FunnelRow {
+        stage: String::new(),
+        title: String::new(),
+        prs: 0,
+        comments: 0,
+        rejected,
+        errored,
+        pending,
+        reasons,
+        prompt_tokens,
+        completion_tokens,
+    }
 }
 
 impl Funnel {

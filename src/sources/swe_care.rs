@@ -107,7 +107,7 @@ fn parse(file: &Path, bytes: &[u8]) -> Ingest {
         {
             extra.insert("head_commit_message".into(), Value::String(msg.clone()));
         }
-        let instance: Instance = match typed(Value::Object(object)) {
+        let mut instance: Instance = match typed(Value::Object(object)) {
             Ok(i) => i,
             Err((field, message)) => {
                 ingest.problems.push(problem(file, number, field.as_deref(), message));
@@ -124,62 +124,64 @@ fn parse(file: &Path, bytes: &[u8]) -> Ingest {
             continue;
         }
         seen.insert(instance.instance_id.clone(), number);
-        let pr = PullRequest {
-            repo: instance.repo,
-            number: instance.pull_number,
-            title: instance.title.unwrap_or_default(),
-            body: instance.body.unwrap_or_default(),
-            language: instance.language,
-            created_at: instance.created_at,
-            base_commit: instance.base_commit,
-            head_commit: instance.commit_to_review.head_commit,
-            fixed_commit: instance.merged_commit,
-            patch: instance.commit_to_review.patch_to_review,
-            fixed_patch: instance.merged_patch,
-            extra,
-        };
-        let id = instance.instance_id;
+        let id = instance.instance_id.clone();
+        let raw_comments = std::mem::take(&mut instance.reference_review_comments);
+        let pr = pull_request(instance, extra);
         ingest.items.push(Item::pr(id.clone(), serde_json::to_value(&pr).unwrap_or(Value::Null)));
-        for (i, raw) in instance.reference_review_comments.into_iter().enumerate() {
-            let field = |f: Option<String>| {
-                Some(match f {
-                    Some(f) => format!("reference_review_comments[{i}].{f}"),
-                    None => format!("reference_review_comments[{i}]"),
-                })
-            };
-            let c: RawComment = match typed(raw) {
-                Ok(c) => c,
-                Err((f, message)) => {
-                    ingest.problems.push(problem(file, number, field(f).as_deref(), message));
-                    continue;
+        for (i, raw) in raw_comments.into_iter().enumerate() {
+            match comment(i, raw) {
+                Ok(comment) => {
+                    let data = serde_json::to_value(&comment).unwrap_or(Value::Null);
+                    ingest.items.push(Item::comment(format!("{id}#{}", i + 1), id.clone(), data));
                 }
-            };
-            // `./a.py` is `a.py` in git's trees; `.` names no file.
-            let path = match c.path.as_deref().map(normalize_repo_path).transpose() {
-                Ok(path) => path,
-                Err(e) => {
-                    ingest.problems.push(problem(file, number, field(Some("path".into())).as_deref(), e));
-                    continue;
-                }
-            };
-            let comment = ReviewComment {
-                text: c.text,
-                path,
-                diff_hunk: c.diff_hunk,
-                line: c.line,
-                start_line: c.start_line,
-                original_line: c.original_line,
-                original_start_line: c.original_start_line,
-                index: i + 1,
-                by_pr_author: c.by_pr_author,
-                extra: Map::new(),
-            };
-            let data = serde_json::to_value(&comment).unwrap_or(Value::Null);
-            ingest.items.push(Item::comment(format!("{id}#{}", i + 1), id.clone(), data));
+                Err((field, message)) => ingest.problems.push(problem(file, number, Some(&field), message)),
+            }
         }
     }
     ingest.problems.sort_by_key(|p| p.line);
     ingest
+}
+
+/// The common record of a PR from its SWE-CARE instance; `extra` holds the fields not mapped.
+fn pull_request(instance: Instance, extra: Map<String, Value>) -> PullRequest {
+    PullRequest {
+        repo: instance.repo,
+        number: instance.pull_number,
+        title: instance.title.unwrap_or_default(),
+        body: instance.body.unwrap_or_default(),
+        language: instance.language,
+        created_at: instance.created_at,
+        base_commit: instance.base_commit,
+        head_commit: instance.commit_to_review.head_commit,
+        fixed_commit: instance.merged_commit,
+        patch: instance.commit_to_review.patch_to_review,
+        fixed_patch: instance.merged_patch,
+        extra,
+    }
+}
+
+/// Reference comment `i` (from 0) as a review comment, or the field that is wrong and why.
+fn comment(i: usize, raw: Value) -> Result<ReviewComment, (String, String)> {
+    let field = |f: Option<&str>| match f {
+        Some(f) => format!("reference_review_comments[{i}].{f}"),
+        None => format!("reference_review_comments[{i}]"),
+    };
+    let c: RawComment = typed(raw).map_err(|(f, message)| (field(f.as_deref()), message))?;
+    // `./a.py` is `a.py` in git's trees; `.` names no file.
+    let path =
+        c.path.as_deref().map(normalize_repo_path).transpose().map_err(|e| (field(Some("path")), e))?;
+    Ok(ReviewComment {
+        text: c.text,
+        path,
+        diff_hunk: c.diff_hunk,
+        line: c.line,
+        start_line: c.start_line,
+        original_line: c.original_line,
+        original_start_line: c.original_start_line,
+        index: i + 1,
+        by_pr_author: c.by_pr_author,
+        extra: Map::new(),
+    })
 }
 
 #[cfg(test)]
