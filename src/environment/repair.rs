@@ -433,6 +433,58 @@ pub fn python_explains(log: &str) -> bool {
     VERSION_MARKERS.iter().any(|m| log.contains(m))
 }
 
+/// What the repair ladder ([`next_fix`]) reads of a failed build or verification.
+pub struct Failed<'a> {
+    pub log: &'a str,
+    /// The step that failed was the editable install of a project with a setup.py.
+    pub editable_setup_py: bool,
+    /// The project's distribution name, when it is built (an extra of it may be named).
+    pub own: Option<&'a str>,
+    /// The project's own top-level modules.
+    pub imports: &'a [String],
+    /// The Python the recipe used (`3.11`).
+    pub python: &'a str,
+    pub pinned_to: &'a str,
+    pub wheels_since: &'a str,
+    /// The PR's date, when known.
+    pub pr_date: Option<&'a str>,
+    /// A Python that fits the project and was not tried yet: its suite and version.
+    pub untried_python: Option<(&'static str, (u32, u32))>,
+}
+
+/// The next repair by rule after a failure, added to `fixes`: a rule of the log first (the build
+/// tools of old source builds, an extra the error names, the repins, then [`diagnose`]), then the
+/// setup.py built in place, then another Python when the failure is one of its version
+/// ([`python_explains`]). Whether it changed anything, and the fix; `None` when no rule knows one
+/// (the model may be asked).
+pub fn next_fix(f: &Failed, fixes: &mut Fixes) -> Option<(bool, Fix)> {
+    let rule = legacy_build_tools(f.log, fixes)
+        .or_else(|| named_extra(f.log, f.own, fixes))
+        .or_else(|| repin_for_wheels(f.log, fixes, f.pinned_to, f.wheels_since))
+        .or_else(|| repin_to_pr_date(f.log, fixes, f.pinned_to, f.pr_date))
+        .or_else(|| diagnose(f.log, f.imports, fixes, f.wheels_since));
+    if let Some(fix) = rule.filter(|fix| fixes.add(fix)) {
+        return Some((true, fix));
+    }
+    if f.editable_setup_py && !fixes.in_place {
+        let fix = Fix::BuildInPlace {
+            because: "the setup.py does not install in editable mode with today's setuptools".into(),
+        };
+        return Some((fixes.add(&fix), fix));
+    }
+    // A file of the checkout that is not there is not for another Python to bring.
+    let error = first_error(f.log);
+    let missing_file =
+        error.contains("No such file or directory") && error.contains(crate::exec::testrun::REPO);
+    let (suite, (major, minor)) = f.untried_python.filter(|_| !missing_file && python_explains(f.log))?;
+    let fix = Fix::Python {
+        suite: suite.into(),
+        python: format!("{major}.{minor}"),
+        because: format!("the failure on Python {} is one of its version", f.python),
+    };
+    Some((fixes.add(&fix), fix))
+}
+
 /// What a rule reads: a failed step's log, the project's own top-level modules (a missing one is
 /// the project's fault, not a dependency to add), the repairs made already, and when wheels for
 /// this Python became common.
@@ -664,6 +716,45 @@ mod tests {
             "RuntimeError: the watchdog backend must be installed via pip install project[watch]"
         ));
         assert!(!python_explains("FAILED tests/test_a.py::test_b - assert 1 == 2"));
+    }
+
+    fn failed(log: &str) -> Failed<'_> {
+        Failed {
+            log,
+            editable_setup_py: false,
+            own: None,
+            imports: &[],
+            python: "3.11",
+            pinned_to: "2020-01-01T00:00:00Z",
+            wheels_since: "2023-03-01T00:00:00Z",
+            pr_date: None,
+            untried_python: Some(("bullseye", (3, 9))),
+        }
+    }
+
+    #[test]
+    fn the_ladder_tries_a_rule_then_the_build_in_place_then_another_python_for_its_failures_only() {
+        let mut fixes = Fixes::default();
+        let rule = next_fix(&failed("ModuleNotFoundError: No module named 'yaml'"), &mut fixes);
+        assert!(matches!(rule, Some((true, Fix::Requirement { .. }))), "{rule:?}");
+
+        let editable = Failed { editable_setup_py: true, ..failed("error: invalid command 'develop'") };
+        assert!(matches!(next_fix(&editable, &mut fixes), Some((true, Fix::BuildInPlace { .. }))));
+        assert!(
+            next_fix(&editable, &mut fixes).is_none(),
+            "built in place already: no rule, and nothing another Python explains"
+        );
+
+        let version = "error: Package 'x' requires a different Python: 3.11.2 not in '<3.10'";
+        let python = next_fix(&failed(version), &mut fixes);
+        assert!(
+            matches!(&python, Some((true, Fix::Python { suite, .. })) if suite == "bullseye"),
+            "{python:?}"
+        );
+        let missing = "python: can't open file '/repo/setup.py': [Errno 2] No such file or directory";
+        assert!(next_fix(&failed(missing), &mut Fixes::default()).is_none(), "a file the checkout lacks");
+        let none_left = Failed { untried_python: None, ..failed(version) };
+        assert!(next_fix(&none_left, &mut Fixes::default()).is_none());
     }
 
     const W: &str = "2023-01-01T00:00:00Z";

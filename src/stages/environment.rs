@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bollard::Docker;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use serde_yaml::Mapping;
 
@@ -19,18 +19,15 @@ use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::engine::stage::Meter;
-use crate::environment::detect::Project;
 use crate::environment::detect::detect;
+use crate::environment::detect::{Project, Runner};
 use crate::environment::model_repair;
 use crate::environment::recipe::suites_by_date;
 use crate::environment::recipe::{
     Inputs, Recipe, instance_tag, repaired_recipe, rfc3339, version_from_describe,
 };
 use crate::environment::related::{importing_tests, related_tests};
-use crate::environment::repair::{
-    Fix, Fixes, diagnose, first_error, legacy_build_tools, named_extra, python_explains, repin_for_wheels,
-    repin_to_pr_date,
-};
+use crate::environment::repair::{Failed, Fix, Fixes, first_error, next_fix};
 use crate::errors::ConfigError;
 use crate::exec::bootstrap::{Bootstrap, bootstrap};
 use crate::exec::build::{BuildFailure, build, build_lock, commit_layer};
@@ -213,17 +210,13 @@ struct Tried<'a> {
 /// The rejection of a build no repair saved: the last failure's reason on the first Python tried
 /// (another Python's failure is often one the first never had), with what the checkout lacked (a
 /// submodule whose mirror is not here, say), which is often why.
-fn rejection(last: String, missing: &[String], attempts: Vec<Value>) -> TaskError {
-    let python = |a: &Value| a["python"].as_str().map(str::to_string);
-    let first_python = attempts.first().and_then(python);
-    let on_first = attempts.iter().rev().find(|a| python(a) == first_python);
+fn rejection(last: String, missing: &[String], attempts: Vec<Attempt>) -> TaskError {
+    let first_python = attempts.first().map(|a| a.python.as_str());
+    let on_first = attempts.iter().rev().find(|a| Some(a.python.as_str()) == first_python);
     let reason = match (on_first, attempts.last()) {
-        (Some(a), Some(l)) if python(a) != python(l) => format!(
-            "{} (on Python {}; Python {} did not build either)",
-            a["failed"].as_str().unwrap_or_default(),
-            first_python.unwrap_or_default(),
-            python(l).unwrap_or_default()
-        ),
+        (Some(a), Some(l)) if a.python != l.python => {
+            format!("{} (on Python {}; Python {} did not build either)", a.failed, a.python, l.python)
+        }
         _ => last,
     };
     let reason = if !missing.is_empty() && reason.contains("No such file or directory") {
@@ -231,17 +224,39 @@ fn rejection(last: String, missing: &[String], attempts: Vec<Value>) -> TaskErro
     } else {
         reason
     };
-    let mut detail = json!({"attempts": attempts});
-    if !missing.is_empty() {
-        detail["missing_files"] = json!(missing);
+    #[derive(Serialize)]
+    struct Detail<'a> {
+        attempts: Vec<Attempt>,
+        #[serde(skip_serializing_if = "<[String]>::is_empty")]
+        missing_files: &'a [String],
     }
+    let detail = serde_json::to_value(Detail { attempts, missing_files: missing }).unwrap_or(Value::Null);
     TaskError::Reject { reason, detail }
+}
+
+/// The steps of a build that fail on the project's own terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    ToolsLayer,
+    DependencyInstall,
+    EditableInstall,
+    Verification,
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Step::ToolsLayer => "the tools layer",
+            Step::DependencyInstall => "dependency install",
+            Step::EditableInstall => "the editable install",
+            Step::Verification => "verification",
+        })
+    }
 }
 
 /// A step that failed on the project's own terms: which one, and its whole log.
 struct StepFailure {
-    /// `dependency install`, `the editable install` or `verification`.
-    step: &'static str,
+    step: Step,
     /// For a verification, the command that failed.
     command: Option<String>,
     timed_out: bool,
@@ -301,7 +316,7 @@ impl Advisor {
 struct Built {
     image: String,
     deps_reused: bool,
-    seconds: Value,
+    seconds: Seconds,
 }
 
 impl Environment {
@@ -400,27 +415,22 @@ impl Environment {
                 tried_suites.push(suite);
             }
             let failure = match self.attempt(place, &r, instance, &pr.head_commit, &p.checkout).await? {
-                Ok(built) => {
-                    let mut out = output(&r, &p.project, built, &fixes, attempts);
-                    if !p.missing.is_empty() {
-                        out["missing_files"] = json!(p.missing);
-                    }
-                    return Ok(out);
-                }
+                Ok(built) => return output(&p, &r, built, &fixes, attempts),
                 Err(failure) => failure,
             };
             let reason = failure.reason();
-            let mut attempt = json!({
-                "failed": reason,
-                "python": r.python,
-                "log_tail": crate::text::last_lines(&failure.log, 40),
-            });
+            let mut attempt = Attempt {
+                failed: reason.clone(),
+                python: r.python.clone(),
+                log_tail: crate::text::last_lines(&failure.log, 40).to_string(),
+                fix: None,
+            };
             let mut repaired = false;
             if attempts.len() < self.max_repairs as usize {
                 let tried = Tried { suites: &suites, used: &tried_suites };
                 let (new, fix) = self.repair(pr, &p, &r, &failure, tried, &mut fixes, meter).await?;
                 repaired = new;
-                attempt["fix"] = fix;
+                attempt.fix = Some(fix);
             }
             attempts.push(attempt);
             if !repaired {
@@ -443,39 +453,20 @@ impl Environment {
         fixes: &mut Fixes,
         meter: &Meter,
     ) -> Result<(bool, Value), TaskError> {
-        let own = p.project.name.as_deref().filter(|_| p.project.needs_build.is_some());
-        let rule = legacy_build_tools(&failure.log, fixes)
-            .or_else(|| named_extra(&failure.log, own, fixes))
-            .or_else(|| repin_for_wheels(&failure.log, fixes, &r.pinned_to, &r.wheels_since))
-            .or_else(|| repin_to_pr_date(&failure.log, fixes, &r.pinned_to, pr.created_at.as_deref()))
-            .or_else(|| diagnose(&failure.log, &p.project.imports, fixes, &r.wheels_since));
-        if let Some(fix) = rule.filter(|f| fixes.add(f)) {
-            return Ok((true, json!(fix)));
-        }
-        let legacy_editable = failure.step == "the editable install"
-            && p.project.spec_files.iter().any(|f| f == "setup.py")
-            && !fixes.in_place;
-        if legacy_editable {
-            let fix = Fix::BuildInPlace {
-                because: "the setup.py does not install in editable mode with today's setuptools".into(),
-            };
-            return Ok((fixes.add(&fix), json!(fix)));
-        }
-        // A file of the checkout that is not there is not for another Python to bring.
-        let error = first_error(&failure.log);
-        let missing_file = error.contains("No such file or directory") && error.contains(REPO);
-        let other_python = tried
-            .suites
-            .iter()
-            .find(|(s, _)| !tried.used.contains(s))
-            .filter(|_| !missing_file && python_explains(&failure.log));
-        if let Some(&(suite, (major, minor))) = other_python {
-            let fix = Fix::Python {
-                suite: suite.into(),
-                python: format!("{major}.{minor}"),
-                because: format!("the failure on Python {} is one of its version", r.python),
-            };
-            return Ok((fixes.add(&fix), json!(fix)));
+        let failed = Failed {
+            log: &failure.log,
+            editable_setup_py: failure.step == Step::EditableInstall
+                && p.project.spec_files.iter().any(|f| f == "setup.py"),
+            own: p.project.name.as_deref().filter(|_| p.project.needs_build.is_some()),
+            imports: &p.project.imports,
+            python: &r.python,
+            pinned_to: &r.pinned_to,
+            wheels_since: &r.wheels_since,
+            pr_date: pr.created_at.as_deref(),
+            untried_python: tried.suites.iter().copied().find(|(s, _)| !tried.used.contains(s)),
+        };
+        if let Some((new, fix)) = next_fix(&failed, fixes) {
+            return Ok((new, json!(fix)));
         }
         let Some(advisor) = &self.advisor else { return Ok((false, Value::Null)) };
         let (proposal, answer) = advisor.ask(pr, r, failure, tried.suites, meter).await?;
@@ -506,20 +497,20 @@ impl Environment {
             b.tag = r.base_image.clone();
             bootstrap(docker, &b, |_| {}).await?;
         }
-        let failed = |step: &'static str, f: BuildFailure| StepFailure {
+        let failed = |step: Step, f: BuildFailure| StepFailure {
             step,
             command: None,
             timed_out: false,
             log: format!("{}\n{}", f.log_tail, f.message),
         };
         if let Err(f) = ensure(docker, &r.tools_image, &r.tools_dockerfile, &[]).await? {
-            return Ok(Err(failed("the tools layer", f)));
+            return Ok(Err(failed(Step::ToolsLayer, f)));
         }
         let t0 = Instant::now();
         let deps_context = [("requirements.txt", r.requirements_txt.as_bytes())];
         let deps_reused = match ensure(docker, &r.deps_image, &r.deps_dockerfile, &deps_context).await? {
             Ok(reused) => reused,
-            Err(f) => return Ok(Err(failed("dependency install", f))),
+            Err(f) => return Ok(Err(failed(Step::DependencyInstall, f))),
         };
         if !deps_reused {
             self.docker.built(at, docker, &r.deps_image).await?;
@@ -534,7 +525,7 @@ impl Environment {
                 match ensure_instance(docker, r, &tag, checkout).await? {
                     Ok(true) => {}
                     Ok(false) => self.docker.built(at, docker, &tag).await?,
-                    Err(f) => return Ok(Err(failed("the editable install", f))),
+                    Err(f) => return Ok(Err(failed(Step::EditableInstall, f))),
                 }
                 tag
             }
@@ -553,40 +544,104 @@ impl Environment {
                 let command = r.verify[step].join(" ");
                 let no_tests = result.exit_code == Some(5) && command.contains("pytest");
                 return Ok(Err(StepFailure {
-                    step: "verification",
+                    step: Step::Verification,
                     command: Some(command),
                     timed_out: result.timed_out,
                     log: if no_tests { format!("{output}\nno tests ran") } else { output },
                 }));
             }
         }
-        let seconds = json!({"deps": deps_s, "instance": instance_s, "verify": t2.elapsed().as_secs_f64()});
+        let seconds = Seconds { deps: deps_s, instance: instance_s, verify: t2.elapsed().as_secs_f64() };
         Ok(Ok(Built { image, deps_reused, seconds }))
     }
 }
 
-/// The environment's record: the image, its recipe (as repaired) and every repair made.
-fn output(r: &Recipe, project: &Project, built: Built, fixes: &Fixes, repairs: Vec<Value>) -> Value {
-    json!({
-        "image": built.image,
-        "deps_image": r.deps_image,
-        "deps_reused": built.deps_reused,
-        "instance_layer": r.instance_layer,
-        "tools_image": r.tools_image,
-        "suite": r.suite,
-        "python": r.python,
-        "pinned_to": r.pinned_to,
-        "backend": project.backend,
-        "runner": project.runner,
-        "imports": project.imports,
-        "requirements": r.requirements_txt,
-        "install_script": r.install_script,
-        "dockerfiles": {"tools": r.tools_dockerfile, "deps": r.deps_dockerfile, "instance": r.instance_dockerfile},
-        "seconds": built.seconds,
-        "fixes": fixes,
-        "verified": r.verify.iter().map(|c| c.join(" ")).collect::<Vec<_>>(),
-        "repairs": repairs,
-    })
+/// The environment's record: the contract (the image), its recipe as repaired, and every repair.
+#[derive(Serialize)]
+struct Record<'a> {
+    #[serde(flatten)]
+    environment: contract::Environment,
+    deps_image: &'a str,
+    deps_reused: bool,
+    instance_layer: &'a Option<String>,
+    tools_image: &'a str,
+    suite: &'a str,
+    python: &'a str,
+    pinned_to: &'a str,
+    backend: &'a str,
+    runner: &'a Option<Runner>,
+    requirements: &'a str,
+    install_script: &'a str,
+    dockerfiles: Dockerfiles<'a>,
+    seconds: Seconds,
+    fixes: &'a Fixes,
+    verified: Vec<String>,
+    repairs: Vec<Attempt>,
+    /// Files of the commit whose content the mirror lacks, left out of the checkout.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    missing_files: &'a [String],
+}
+
+#[derive(Serialize)]
+struct Dockerfiles<'a> {
+    tools: &'a str,
+    deps: &'a str,
+    instance: &'a str,
+}
+
+/// Seconds the dependency layer, the instance layer and the verification took.
+#[derive(Serialize)]
+struct Seconds {
+    deps: f64,
+    instance: f64,
+    verify: f64,
+}
+
+/// A failed try: why, on which Python, the end of its log, and the repair it led to (`null` when
+/// none was found; absent once the repairs ran out).
+#[derive(Serialize)]
+struct Attempt {
+    failed: String,
+    python: String,
+    log_tail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fix: Option<Value>,
+}
+
+/// The environment's record for recipe `r`, built, after the repairs `fixes` and the failed
+/// tries `repairs`.
+fn output(
+    p: &Prepared,
+    r: &Recipe,
+    built: Built,
+    fixes: &Fixes,
+    repairs: Vec<Attempt>,
+) -> Result<Value, TaskError> {
+    let record = Record {
+        environment: contract::Environment { image: built.image, imports: p.project.imports.clone() },
+        deps_image: &r.deps_image,
+        deps_reused: built.deps_reused,
+        instance_layer: &r.instance_layer,
+        tools_image: &r.tools_image,
+        suite: &r.suite,
+        python: &r.python,
+        pinned_to: &r.pinned_to,
+        backend: &p.project.backend,
+        runner: &p.project.runner,
+        requirements: &r.requirements_txt,
+        install_script: &r.install_script,
+        dockerfiles: Dockerfiles {
+            tools: &r.tools_dockerfile,
+            deps: &r.deps_dockerfile,
+            instance: &r.instance_dockerfile,
+        },
+        seconds: built.seconds,
+        fixes,
+        verified: r.verify.iter().map(|c| c.join(" ")).collect(),
+        repairs,
+        missing_files: &p.missing,
+    };
+    serde_json::to_value(record).map_err(|e| TaskError::infra(format!("cannot record the environment: {e}")))
 }
 
 impl AsyncStage for Environment {
@@ -601,10 +656,16 @@ mod tests {
 
     #[test]
     fn a_build_that_failed_on_two_pythons_is_rejected_with_the_first_ones_error() {
+        let attempt = |failed: &str, python: &str| Attempt {
+            failed: failed.into(),
+            python: python.into(),
+            log_tail: String::new(),
+            fix: None,
+        };
         let attempts = vec![
-            json!({"failed": "ImportError: no module named '_cext'", "python": "3.9"}),
-            json!({"failed": "longintrepr.h: No such file", "python": "3.9"}),
-            json!({"failed": "error: metadata-generation-failed", "python": "3.13"}),
+            attempt("ImportError: no module named '_cext'", "3.9"),
+            attempt("longintrepr.h: No such file", "3.9"),
+            attempt("error: metadata-generation-failed", "3.13"),
         ];
         let TaskError::Reject { reason, .. } =
             rejection("error: metadata-generation-failed".into(), &[], attempts)
@@ -612,7 +673,7 @@ mod tests {
             panic!("a rejection")
         };
         assert_eq!(reason, "longintrepr.h: No such file (on Python 3.9; Python 3.13 did not build either)");
-        let one = vec![json!({"failed": "x", "python": "3.11"})];
+        let one = vec![attempt("x", "3.11")];
         let TaskError::Reject { reason, .. } = rejection("x".into(), &[], one) else { panic!("a rejection") };
         assert_eq!(reason, "x", "one Python: its own error as it was");
     }
