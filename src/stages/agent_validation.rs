@@ -13,8 +13,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use serde_yaml::Mapping;
 
 use super::contract::{self, CommentContext, Contract, Environment, Test};
@@ -161,8 +161,49 @@ fn regressions(
 
 /// What the regression check found: the tests of `pass_to_pass` checked, and those that did not
 /// pass on the revision.
-fn regression_record(checked: usize, broken: &[String]) -> Value {
-    json!({"checked": checked, "broken": broken})
+#[derive(Debug, Clone, Serialize)]
+struct Regression {
+    checked: usize,
+    broken: Vec<String>,
+}
+
+/// One agent run: its patch and transcript, the hidden test's verdict on it (when it changed
+/// anything) and the regression check (when that ran).
+#[derive(Serialize)]
+struct Attempt {
+    attempt: u32,
+    patch: String,
+    transcript: Vec<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    test: Option<HiddenRun>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    regression: Option<Regression>,
+    result: &'static str,
+}
+
+/// The hidden test's verdict on a revision, and the end of its output.
+#[derive(Serialize)]
+struct HiddenRun {
+    verdict: Verdict,
+    output: String,
+}
+
+/// What the stage records of a validated comment: the contract, the regression check of the
+/// revision that passed, and every run.
+#[derive(Serialize)]
+struct Record {
+    #[serde(flatten)]
+    validation: contract::Validation,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    regression: Option<Regression>,
+    history: Vec<Attempt>,
+}
+
+/// Why no run validated, and every run.
+#[derive(Serialize)]
+struct Rejection {
+    attempts: usize,
+    history: Vec<Attempt>,
 }
 
 impl Validation {
@@ -214,43 +255,55 @@ impl AsyncStage for Validation {
             history_free_copy(self.mirrors.clone(), &i.pr.repo, &i.pr.head_commit, &copy).await?;
             let revision = self.agent.revise(&i.task, &copy, attempt, &input.meter).await?;
             if revision.diff.trim().is_empty() {
-                history.push(json!({"attempt": attempt, "patch": "", "transcript": revision.transcript, "result": reasons::NO_CHANGE}));
+                history.push(Attempt {
+                    attempt,
+                    patch: String::new(),
+                    transcript: revision.transcript,
+                    test: None,
+                    regression: None,
+                    result: reasons::NO_CHANGE,
+                });
                 last = reasons::NO_CHANGE;
                 continue;
             }
             let run = self.hidden_test(&i, &copy).await?;
             let passed = run.verdict == Verdict::Passed;
-            let mut entry = json!({
-                "attempt": attempt,
-                "patch": revision.diff,
-                "transcript": revision.transcript,
-                "test": {"verdict": run.verdict, "output": for_feedback(&run.output, 80)},
-                "result": if passed { "passed" } else { reasons::FAILED },
-            });
             let regression = match (&i.pass_to_pass, passed) {
-                (Some(p2p), true) if !p2p.is_empty() => Some((p2p.len(), self.broken(&i, &copy, p2p).await?)),
+                (Some(p2p), true) if !p2p.is_empty() => {
+                    Some(Regression { checked: p2p.len(), broken: self.broken(&i, &copy, p2p).await? })
+                }
                 _ => None,
             };
-            let broke = regression.as_ref().is_some_and(|(_, broken)| !broken.is_empty());
-            if let Some((checked, broken)) = &regression {
-                entry["regression"] = regression_record(*checked, broken);
-                if broke && self.regression_check {
-                    entry["result"] = json!(reasons::BROKE);
-                }
+            let broke = regression.as_ref().is_some_and(|r| !r.broken.is_empty());
+            let validated = passed && !(broke && self.regression_check);
+            let result = match (passed, validated) {
+                (true, true) => "passed",
+                (true, false) => reasons::BROKE,
+                (false, _) => reasons::FAILED,
+            };
+            history.push(Attempt {
+                attempt,
+                patch: revision.diff.clone(),
+                transcript: revision.transcript,
+                test: Some(HiddenRun { verdict: run.verdict, output: for_feedback(&run.output, 80) }),
+                regression: regression.clone(),
+                result,
+            });
+            if validated {
+                let record = Record {
+                    validation: contract::Validation { attempts: attempt, patch: revision.diff },
+                    regression,
+                    history,
+                };
+                return serde_json::to_value(record)
+                    .map_err(|e| TaskError::infra(format!("cannot record the validation: {e}")));
             }
-            history.push(entry);
-            if passed && !(broke && self.regression_check) {
-                let mut out = json!({"attempts": attempt, "patch": revision.diff, "history": history});
-                if let Some((checked, broken)) = &regression {
-                    out["regression"] = regression_record(*checked, broken);
-                }
-                return Ok(out);
-            }
-            last = if passed { reasons::BROKE } else { reasons::FAILED };
+            last = result;
         }
         Err(TaskError::Reject {
             reason: last.to_string(),
-            detail: json!({"attempts": history.len(), "history": history}),
+            detail: serde_json::to_value(Rejection { attempts: history.len(), history })
+                .unwrap_or(Value::Null),
         })
     }
 }

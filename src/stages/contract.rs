@@ -160,7 +160,7 @@ pub struct Test {
     /// The test's code (for a project test, its module as the fixed commit has it).
     pub test: String,
     /// For one of the project's own tests, its node id and the test side it needs.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project: Option<ProjectTest>,
 }
 

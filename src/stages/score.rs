@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use serde_yaml::Mapping;
 
 use super::contract::{self, Contract, Revision};
@@ -146,10 +146,7 @@ impl AsyncStage for Score {
         let mut passed = 0;
         if let Err(why) = &applied {
             for t in &tests {
-                results.push(json!({
-                    "comment": t.comment, "kind": t.kind, "category": t.category, "passed": false,
-                    "verdict": NOT_APPLIED, "why": why,
-                }));
+                results.push(TestResult::of(t, false, NOT_APPLIED.into(), Some(why)));
             }
         } else {
             // Rebuilt on the first host; the runs bring it to the others.
@@ -159,22 +156,55 @@ impl AsyncStage for Score {
                 let run = self.run_bench_test(&image, &copy, t).await?;
                 let ok = run.verdict == Verdict::Passed;
                 passed += usize::from(ok);
-                results.push(json!({
-                    "comment": t.comment, "kind": t.kind, "category": t.category, "passed": ok, "verdict": run.verdict,
-                }));
+                let verdict = serde_json::to_value(run.verdict).unwrap_or(Value::Null);
+                results.push(TestResult::of(t, ok, verdict, None));
             }
         }
         let total = tests.len();
-        Ok(json!({
-                "reviewer": revision.reviewer,
-                "review_failure": revision.review_failure,
-                "comments": revision.comments,
-                "patch_applied": applied.as_ref().err(),
-                "tests": results,
-                "passed": passed,
-                "total": total,
-                "score": if total == 0 { 0.0 } else { passed as f64 / total as f64 },
-        }))
+        let record = Record {
+            score: contract::Score {
+                reviewer: revision.reviewer,
+                passed,
+                total,
+                score: if total == 0 { 0.0 } else { passed as f64 / total as f64 },
+            },
+            review_failure: revision.review_failure,
+            comments: revision.comments,
+            patch_applied: applied.as_ref().err(),
+            tests: results,
+        };
+        serde_json::to_value(record).map_err(|e| TaskError::infra(format!("cannot record the score: {e}")))
+    }
+}
+
+/// What the stage records: the contract, and each test's result.
+#[derive(Serialize)]
+struct Record<'a> {
+    #[serde(flatten)]
+    score: contract::Score,
+    review_failure: Option<String>,
+    comments: usize,
+    /// Why the revision did not apply; `None` when it did.
+    patch_applied: Option<&'a String>,
+    tests: Vec<TestResult<'a>>,
+}
+
+/// One test of the instance on the revision.
+#[derive(Serialize)]
+struct TestResult<'a> {
+    comment: &'a str,
+    kind: &'a str,
+    category: &'a Option<String>,
+    passed: bool,
+    verdict: Value,
+    /// Why it did not run, when it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<&'a String>,
+}
+
+impl<'a> TestResult<'a> {
+    fn of(t: &'a BenchTest, passed: bool, verdict: Value, why: Option<&'a String>) -> TestResult<'a> {
+        TestResult { comment: &t.comment, kind: &t.kind, category: &t.category, passed, verdict, why }
     }
 }
 

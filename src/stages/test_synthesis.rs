@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use serde_yaml::Mapping;
 
@@ -24,7 +24,7 @@ use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
 use crate::exec::hosts::Hosts;
-use crate::exec::testrun::TestRun;
+use crate::exec::testrun::{TestRun, Verdict};
 use crate::llm::client::Llm;
 use crate::llm::prompt::Template;
 use crate::llm::{LlmSpec, Message};
@@ -308,6 +308,32 @@ fn inputs(input: &TaskInput) -> Result<Inputs, TaskError> {
     })
 }
 
+/// What the stage records of an accepted test: the contract, its kind and evidence, and the
+/// attempts' history.
+#[derive(Serialize)]
+struct Record<'a> {
+    #[serde(flatten)]
+    test: contract::Test,
+    /// The project's test-side files that are not text, left out of `project`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    project_files_left_out: Option<Vec<String>>,
+    kind: crate::synthesis::source::TestKind,
+    kind_because: Vec<String>,
+    reviewed_verdict: Option<&'a Verdict>,
+    attempts: u32,
+    relevance: Option<Value>,
+    /// Who wrote it, when the model did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    written_by: Option<&'a str>,
+    history: Vec<Value>,
+}
+
+impl Record<'_> {
+    fn value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
 /// The stage's output for an accepted test: the test, its kind and evidence, and the attempts'
 /// history. `written_by` names who wrote it when the model did not.
 fn accepted_output(
@@ -320,20 +346,18 @@ fn accepted_output(
 ) -> Value {
     let code = accepted.record["code"].as_str().unwrap_or_default();
     let kind = test_kind(code, packages);
-    let mut out = json!({
-        "test_file": file,
-        "test": code,
-        "kind": kind.kind,
-        "kind_because": kind.because,
-        "reviewed_verdict": accepted.outcome.as_ref().ok(),
-        "attempts": attempts,
-        "relevance": accepted.record.get("relevance").cloned(),
-        "history": history,
-    });
-    if let Some(by) = written_by {
-        out["written_by"] = json!(by);
+    Record {
+        test: contract::Test { test_file: file.to_string(), test: code.to_string(), project: None },
+        project_files_left_out: None,
+        kind: kind.kind,
+        kind_because: kind.because,
+        reviewed_verdict: accepted.outcome.as_ref().ok(),
+        attempts,
+        relevance: accepted.record.get("relevance").cloned(),
+        written_by,
+        history,
     }
-    out
+    .value()
 }
 
 /// The stage's output for an accepted project test: its module and node, and the fixed commit's
@@ -358,19 +382,22 @@ fn project_output(
         }
     }
     let code = files.get(module).cloned().unwrap_or_default();
-    json!({
-        "test_file": module,
-        "test": code,
-        "project": contract::ProjectTest { node: node.to_string(), files },
-        "project_files_left_out": left_out,
-        "kind": crate::synthesis::source::TestKind::Behavioural,
-        "kind_because": "one of the project's own tests: it runs the project's code",
-        "reviewed_verdict": accepted.outcome.as_ref().ok(),
-        "attempts": 0,
-        "relevance": accepted.record.get("relevance").cloned(),
-        "written_by": PROJECT_TEST,
-        "history": history,
-    })
+    Record {
+        test: contract::Test {
+            test_file: module.to_string(),
+            test: code,
+            project: Some(contract::ProjectTest { node: node.to_string(), files }),
+        },
+        project_files_left_out: Some(left_out),
+        kind: crate::synthesis::source::TestKind::Behavioural,
+        kind_because: vec!["one of the project's own tests: it runs the project's code".into()],
+        reviewed_verdict: accepted.outcome.as_ref().ok(),
+        attempts: 0,
+        relevance: accepted.record.get("relevance").cloned(),
+        written_by: Some(PROJECT_TEST),
+        history,
+    }
+    .value()
 }
 
 /// The definitions a template test should call, innermost first: those that hold the comment's

@@ -181,6 +181,21 @@ fn loose_field(text: &str, key: &str) -> Option<String> {
     Some(rest[..rest.find('"').unwrap_or(rest.len())].to_string())
 }
 
+/// What the stage records of a kept comment: the contract, and the model's probability of keeping.
+fn kept_record(v: Verdict) -> serde_json::Value {
+    #[derive(serde::Serialize)]
+    struct Record {
+        #[serde(flatten)]
+        verdict: super::contract::FilterVerdict,
+        p_keep: Option<f64>,
+    }
+    let record = Record {
+        verdict: super::contract::FilterVerdict { category: v.category, reason: v.reason },
+        p_keep: v.p_keep,
+    };
+    serde_json::to_value(record).unwrap_or(serde_json::Value::Null)
+}
+
 /// When the answer is not valid JSON, its fields read one by one.
 fn loose_object(text: &str) -> Option<serde_json::Value> {
     let verdict =
@@ -370,9 +385,7 @@ impl Stage for ReviewFilter {
                     input.meter.add(usage.into());
                     let keep = threshold.map_or(v.keep, |t| v.confidence() >= t);
                     if keep {
-                        Outcome::Kept {
-                            output: json!({"category": v.category, "reason": v.reason, "p_keep": v.p_keep}),
-                        }
+                        Outcome::Kept { output: kept_record(v) }
                     } else if v.keep {
                         Outcome::rejected("under the calibrated keep threshold")
                     } else {
