@@ -82,6 +82,7 @@ pub fn run(path: &Path, opts: &RunOptions) -> Result<u8, Failure> {
     // than a thousand errored tasks.
     crate::exec::sandbox::set_owner(dir);
     let hosts = loaded.context.docker.clone();
+    hosts.tell_through(reporter.notice());
     let uses_docker = loaded.pipeline.stages.iter().any(|s| s.resource == Resource::Docker);
     if uses_docker {
         for warning in runtime.block_on(hosts.connect_all()).map_err(anyhow::Error::from)? {

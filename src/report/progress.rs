@@ -81,11 +81,23 @@ fn short(text: &str) -> String {
 #[derive(Default)]
 struct Bars {
     multi: Option<MultiProgress>,
+    /// The bars, once drawn, for lines printed above them from other threads.
+    shared: std::sync::Arc<std::sync::Mutex<Option<MultiProgress>>>,
     bars: Vec<ProgressBar>,
     counts: Vec<Counts>,
 }
 
 impl Reporter for Bars {
+    fn notice(&self) -> crate::engine::events::Notice {
+        let shared = self.shared.clone();
+        std::sync::Arc::new(move |line| match shared.lock().ok().and_then(|m| m.clone()) {
+            Some(multi) => {
+                let _ = multi.println(line);
+            }
+            None => eprintln!("{line}"),
+        })
+    }
+
     fn event(&mut self, event: Event<'_>) {
         match event {
             Event::Plan { stages } => {
@@ -108,6 +120,9 @@ impl Reporter for Bars {
                         bar
                     })
                     .collect();
+                if let Ok(mut shared) = self.shared.lock() {
+                    *shared = Some(multi.clone());
+                }
                 self.multi = Some(multi);
             }
             Event::Settled { stage, item, state, cached } => {

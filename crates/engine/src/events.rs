@@ -34,8 +34,17 @@ pub enum Event<'a> {
     Finished,
 }
 
+/// Prints one line for the person at the terminal from outside the scheduler (a Docker host that
+/// stopped answering, say), without breaking what the reporter draws.
+pub type Notice = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
+
 pub trait Reporter {
     fn event(&mut self, event: Event<'_>);
+
+    /// Where lines from outside the scheduler go; by default, standard error.
+    fn notice(&self) -> Notice {
+        std::sync::Arc::new(|line| eprintln!("{line}"))
+    }
 }
 
 /// Discards every event.

@@ -21,7 +21,10 @@ impl Hosts {
     pub(super) fn mark_down(&self, i: usize, why: &str) {
         let host = &self.hosts[i];
         if !host.down.swap(true, Ordering::SeqCst) {
-            eprintln!("Docker host {} stopped answering ({why}); its runs go to the other hosts", host.url);
+            self.tell(&format!(
+                "Docker host {} stopped answering ({why}); its runs go to the other hosts",
+                host.url
+            ));
             host.count(|c| c.down = Some(why.to_string()));
         }
         self.changed.notify_waiters();
@@ -37,7 +40,22 @@ impl Hosts {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::{Arc, Mutex};
+
     use crate::exec::hosts::two;
+
+    #[test]
+    fn a_host_that_goes_down_is_told_once_through_the_runs_notice() {
+        let hosts = two(1);
+        let told = Arc::new(Mutex::new(Vec::<String>::new()));
+        let sink = told.clone();
+        hosts.tell_through(Arc::new(move |line| sink.lock().unwrap().push(line.to_string())));
+        hosts.mark_down(0, "gone");
+        hosts.mark_down(0, "still gone");
+        let told = told.lock().unwrap();
+        assert_eq!(told.len(), 1, "{told:?}");
+        assert!(told[0].contains("stopped answering (gone)"), "{}", told[0]);
+    }
 
     #[tokio::test]
     async fn a_host_marked_down_gets_no_runs_and_with_none_up_a_run_errors() {

@@ -66,6 +66,8 @@ pub struct Hosts {
     pushed: tokio::sync::Mutex<HashSet<String>>,
     /// Woken when a run slot frees or a host goes down.
     changed: Notify,
+    /// Where what happens to the hosts is told (the run's reporter); standard error until set.
+    notice: Mutex<Option<crate::engine::events::Notice>>,
 }
 
 /// A host chosen for a build, and one of its build slots, held until dropped.
@@ -84,6 +86,22 @@ impl Hosts {
             registry,
             pushed: tokio::sync::Mutex::new(HashSet::new()),
             changed: Notify::new(),
+            notice: Mutex::new(None),
+        }
+    }
+
+    /// What happens to the hosts from now on is told through `notice` (the run's reporter).
+    pub fn tell_through(&self, notice: crate::engine::events::Notice) {
+        if let Ok(mut slot) = self.notice.lock() {
+            *slot = Some(notice);
+        }
+    }
+
+    /// One line about the hosts, for the person at the terminal.
+    fn tell(&self, line: &str) {
+        match self.notice.lock().ok().and_then(|n| n.clone()) {
+            Some(notice) => notice(line),
+            None => eprintln!("{line}"),
         }
     }
 
