@@ -57,6 +57,11 @@ const PLACEHOLDERS: [&str; 14] = [
     "observed",
     "project_example",
 ];
+const CHOICE_PLACEHOLDERS: [&str; 4] = ["path", "line", "comment", "calls"];
+/// Observed calls the model chooses among at most.
+const MAX_CHOICES: usize = 5;
+/// Alternatives read at the chosen number's token.
+const CHOICE_LOGPROBS: u8 = 10;
 const FEEDBACK_PLACEHOLDERS: [&str; 5] =
     ["problem", "reviewed_verdict", "reviewed_output", "fixed_verdict", "fixed_output"];
 
@@ -94,6 +99,10 @@ struct Config {
     /// observed call of the comment or the project's tests (needs an `observed_behaviour` stage).
     #[serde(default)]
     from_observed: bool,
+    /// With `from_observed`, when no check of the probe is one of the comment's own calls: the
+    /// prompt of a numbered choice, the model asked which observed call shows what the reviewer
+    /// asked for (one number, its probability read), and the probe's test of that call judged.
+    observed_choice: Option<PathBuf>,
     /// First, before the model: the project's own tests that fail on the reviewed code and pass
     /// on the fixed code (needs a `project_tests` stage), at most `project_candidates` of them,
     /// judged like any other candidate; the first accepted is the comment's test.
@@ -158,6 +167,7 @@ struct Synthesis {
     max_attempts: u32,
     candidates: u32,
     from_observed: bool,
+    observed_choice: Option<Template>,
     from_project_tests: bool,
     project_candidates: usize,
     split: bool,
@@ -181,6 +191,13 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     }
     let prompt = ctx.template("prompt", &config.prompt, &PLACEHOLDERS)?;
     let feedback = ctx.template("feedback_prompt", &config.feedback_prompt, &FEEDBACK_PLACEHOLDERS)?;
+    let observed_choice = match &config.observed_choice {
+        Some(path) if config.from_observed => {
+            Some(ctx.template("observed_choice", path, &CHOICE_PLACEHOLDERS)?)
+        }
+        Some(_) => return Err(ConfigError::new("observed_choice", "needs `from_observed: true`")),
+        None => None,
+    };
     let settings = ctx.llm.merged(&config.llm).settings();
     let llm = Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("llm", e))?;
     let fingerprint = llm.settings.fingerprint();
@@ -193,6 +210,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         max_attempts: config.max_attempts,
         candidates: config.candidates,
         from_observed: config.from_observed,
+        observed_choice,
         from_project_tests: config.from_project_tests,
         project_candidates: config.project_candidates,
         split: config.split,
@@ -216,12 +234,14 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     // hunks nearest the comment kept. 14: one of the project's tests that calls what the comment
     // is about, as a template (`project_example`, where the prompt has it). 15: with
     // `mend_imports`, unused imports of the project's tests out, forgotten project imports in.
+    // 16: with `observed_choice`, the model's numbered choice among the probe's checks.
     Ok(StageDef {
         side_effects: true,
-        files: vec![
-            config.prompt.to_string_lossy().into_owned(),
-            config.feedback_prompt.to_string_lossy().into_owned(),
-        ],
+        files: [&config.prompt, &config.feedback_prompt]
+            .into_iter()
+            .chain(&config.observed_choice)
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect(),
         fingerprint_extra: fingerprint,
         // The model's settings that change answers are in the fingerprint.
         unhashed: &["llm"],
@@ -230,7 +250,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
             .into_iter()
             .chain(config.from_project_tests.then_some(contract::ProjectTests::NAME))
             .collect(),
-        ..StageDef::new(stage, 15, Scope::Comment, Resource::Llm)
+        ..StageDef::new(stage, 16, Scope::Comment, Resource::Llm)
     })
 }
 
@@ -533,22 +553,96 @@ impl Synthesis {
             Ok(accepted) => return Ok(accepted),
             Err(last) => last,
         };
-        // Last, when the model wrote no test: the one the probe wrote for an observed call.
-        let written = i.observed.as_ref().and_then(|o| observed::written_check(&o.differences));
-        if let (true, Some(code)) = (self.from_observed, written) {
-            let mut j = judge.file(&file, code.to_string()).await?;
-            j.record["written_by"] = json!(OBSERVED_CALL);
-            j.settle();
-            history.push(j.record.clone());
-            if j.outcome.is_ok() {
-                let by = Some(OBSERVED_CALL);
-                return Ok(accepted_output(&file, &j, &i.packages, self.max_attempts, by, history));
+        // Last, when the model wrote no test: the one the probe wrote for an observed call of the
+        // comment (or of the project's tests, with the comment's value), then the one of the call
+        // the model chooses.
+        if self.from_observed
+            && let Some(o) = &i.observed
+        {
+            let written = observed::written_check(&o.differences);
+            if let Some(code) = written
+                && let Some(accepted) =
+                    self.observed_judged(&judge, &i, &file, code, None, &mut history).await?
+            {
+                return Ok(accepted);
+            }
+            let choices = observed::choosable(&o.differences, written, MAX_CHOICES);
+            if let Some(template) = &self.observed_choice
+                && !choices.is_empty()
+            {
+                let (pick, asked) = self.choose(template, &i, &choices, input).await?;
+                history.push(asked);
+                if let Some((k, p)) = pick
+                    && let Some(code) = choices[k - 1].check.as_deref()
+                {
+                    let chosen = json!({"number": k, "of": choices.len(), "p": p});
+                    if let Some(accepted) =
+                        self.observed_judged(&judge, &i, &file, code, Some(chosen), &mut history).await?
+                    {
+                        return Ok(accepted);
+                    }
+                }
             }
         }
         Err(TaskError::Reject {
             reason: last.to_string(),
             detail: json!({"attempts": history.len(), "history": history}),
         })
+    }
+
+    /// The probe's test `code` for an observed call, judged like any other candidate (`chosen`:
+    /// the model's choice that picked it); the stage's output when accepted.
+    async fn observed_judged(
+        &self,
+        judge: &Judge<'_>,
+        i: &Inputs,
+        file: &str,
+        code: &str,
+        chosen: Option<Value>,
+        history: &mut Vec<Value>,
+    ) -> Result<Option<Value>, TaskError> {
+        let mut j = judge.file(file, code.to_string()).await?;
+        j.record["written_by"] = json!(OBSERVED_CALL);
+        if let Some(chosen) = chosen {
+            j.record["chosen"] = chosen;
+        }
+        j.settle();
+        history.push(j.record.clone());
+        Ok(j.outcome.is_ok().then(|| {
+            accepted_output(file, &j, &i.packages, self.max_attempts, Some(OBSERVED_CALL), history.clone())
+        }))
+    }
+
+    /// The model's numbered choice among `choices`: the chosen one's number (from 1) and the
+    /// probability read, `None` when it chose none; and what is stored of the question.
+    async fn choose(
+        &self,
+        template: &Template,
+        i: &Inputs,
+        choices: &[&observed::Difference],
+        input: &TaskInput,
+    ) -> Result<(Option<(usize, Option<f64>)>, Value), TaskError> {
+        let values = BTreeMap::from([
+            ("path", i.comment.path.clone().unwrap_or_default()),
+            ("line", i.comment.line.map_or_else(String::new, |l| l.to_string())),
+            ("comment", i.comment.text.trim().to_string()),
+            ("calls", observed::numbered(choices)),
+        ]);
+        let mut request = self.llm.request(template.render(&values));
+        request.max_tokens = 4;
+        request.stop = Vec::new();
+        request.top_logprobs = Some(CHOICE_LOGPROBS);
+        let (answer, _) = self.llm.chat(&request).await?;
+        input.meter.add(answer.usage.into());
+        let read = observed::chosen_number(&answer.logprobs, &answer.text, choices.len());
+        let asked = json!({
+            "asked": "which observed call shows the comment",
+            "calls": choices.iter().map(|d| d.call.as_str()).collect::<Vec<_>>(),
+            "answer": answer.text,
+            "chosen": read.map(|(k, _)| k),
+            "p": read.and_then(|(_, p)| p),
+        });
+        Ok((read.filter(|(k, _)| *k > 0), asked))
     }
 
     /// The project's tests that fail on the reviewed code and pass on the fixed code, those that
@@ -829,6 +923,7 @@ mod tests {
             max_attempts: 1,
             candidates: 1,
             from_observed: false,
+            observed_choice: None,
             from_project_tests: false,
             project_candidates: 1,
             split: false,

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::exec::probe::Call;
+use crate::llm::types::TokenLogprob;
 
 /// A call that gave one thing on the reviewed code and another on the fixed code.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -115,6 +116,60 @@ pub fn written_check(differences: &[Difference]) -> Option<&str> {
     differences.iter().filter(|d| d.from == "comment" || d.echoes).find_map(|d| d.check.as_deref())
 }
 
+/// The differences whose written check the model may choose among (the numbered choice of
+/// [`numbered`]): those with a check other than `judged` (already judged), at most `max`, in the
+/// order given.
+pub fn choosable<'a>(differences: &'a [Difference], judged: Option<&str>, max: usize) -> Vec<&'a Difference> {
+    differences.iter().filter(|d| d.check.is_some() && d.check.as_deref() != judged).take(max).collect()
+}
+
+/// `choices` as a numbered list for the model: each call with its result on the reviewed code and
+/// on the fixed code.
+pub fn numbered(choices: &[&Difference]) -> String {
+    choices
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            format!(
+                "{}. `{}`\n   on the reviewed code: {}\n   after the fix: {}\n",
+                i + 1,
+                d.call,
+                d.reviewed,
+                d.fixed
+            )
+        })
+        .collect()
+}
+
+/// The number the model answered among `0..=n` (0: none of them), and how sure it was: the mass of
+/// that number at the answer's first token over the mass of every number there. Without
+/// log-probabilities (a server that gives none), the first number of `text`, with no probability.
+pub fn chosen_number(tokens: &[TokenLogprob], text: &str, n: usize) -> Option<(usize, Option<f64>)> {
+    let number =
+        |t: &str| t.trim().trim_end_matches(['.', ')', ':']).parse::<usize>().ok().filter(|k| *k <= n);
+    let first = tokens.iter().find(|t| !t.token.trim().is_empty());
+    if let Some(first) = first {
+        let chosen = [(first.token.clone(), first.logprob)];
+        let alternatives = if first.top.is_empty() { &chosen[..] } else { &first.top[..] };
+        let mut mass = vec![0.0; n + 1];
+        for (token, logprob) in alternatives {
+            if let Some(k) = number(token) {
+                mass[k] += f64::from(*logprob).exp();
+            }
+        }
+        let total: f64 = mass.iter().sum();
+        if total > 0.0 {
+            let (k, m) = mass
+                .iter()
+                .enumerate()
+                .fold((0, 0.0), |best, (k, m)| if *m > best.1 { (k, *m) } else { best });
+            return Some((k, Some(m / total)));
+        }
+    }
+    let word = text.split(|c: char| !c.is_ascii_digit()).find(|w| !w.is_empty())?;
+    number(word).map(|k| (k, None))
+}
+
 /// An exception's type, for a result that is one.
 fn raised(result: &str) -> Option<&str> {
     result.strip_prefix("raises ").map(|r| r.split(':').next().unwrap_or(r))
@@ -162,6 +217,45 @@ mod tests {
             check: None,
             echoes: false,
         }
+    }
+
+    #[test]
+    fn the_choice_is_among_written_checks_not_judged_yet_numbered_from_one() {
+        let with_check = |call: &str, check: &str| Difference {
+            check: Some(check.into()),
+            ..difference(call, "generated", "raises TypeError", "False")
+        };
+        let all = [
+            with_check("f([1])", "def test_a(): ..."),
+            difference("f(2)", "tests", "1", "2"),
+            with_check("f('x')", "def test_b(): ..."),
+        ];
+        let choices = choosable(&all, Some("def test_a(): ..."), 5);
+        assert_eq!(choices.iter().map(|d| d.call.as_str()).collect::<Vec<_>>(), ["f('x')"]);
+        let text = numbered(&choosable(&all, None, 5));
+        assert!(text.starts_with("1. `f([1])`\n   on the reviewed code: raises TypeError\n"), "{text}");
+        assert!(text.contains("2. `f('x')`"), "{text}");
+        assert_eq!(choosable(&all, None, 1).len(), 1);
+    }
+
+    #[test]
+    fn the_chosen_number_is_the_likeliest_number_at_the_first_token() {
+        let token = |t: &str, top: &[(&str, f32)]| TokenLogprob {
+            token: t.into(),
+            logprob: top.iter().find(|(a, _)| *a == t).map_or(0.0, |(_, p)| *p),
+            top: top.iter().map(|(a, p)| (a.to_string(), *p)).collect(),
+        };
+        let tokens = [token("2", &[("2", -0.3), ("1", -1.6), ("0", -3.0), ("The", -4.0)])];
+        let (k, p) = chosen_number(&tokens, "2", 3).unwrap();
+        assert_eq!(k, 2);
+        assert!(p.unwrap() > 0.7 && p.unwrap() < 0.8, "{p:?}");
+        let none = [token("0", &[("0", -0.1), ("1", -2.5)])];
+        assert_eq!(chosen_number(&none, "0", 2).unwrap().0, 0);
+        // A number past the list is no choice; no log-probabilities: the answer's first number.
+        let past = [token("7", &[("7", -0.1)])];
+        assert_eq!(chosen_number(&past, "7", 2), None);
+        assert_eq!(chosen_number(&[], "Call 1 shows it.", 2), Some((1, None)));
+        assert_eq!(chosen_number(&[], "none", 2), None);
     }
 
     #[test]
