@@ -82,8 +82,9 @@ impl Context {
         let url = std::env::var("CURATE_REPOS_URL").ok().filter(|u| !u.is_empty());
         let mirrors = Arc::new(Mirrors::new(url.as_deref().unwrap_or(&defaults.repos.url), &dir, &cache));
         let hosts = host_specs(&defaults.docker, &dir)
-            .map_err(|e| SpecError::at(file, text, "defaults.docker".into(), e))?;
-        let login = registry_login().map_err(|e| SpecError::at(file, text, "defaults.docker".into(), e))?;
+            .map_err(|e| SpecError::at(file, text, "defaults.docker".into(), e.to_string()))?;
+        let login = registry_login()
+            .map_err(|e| SpecError::at(file, text, "defaults.docker".into(), e.to_string()))?;
         let docker = Arc::new(Hosts::new(hosts, registry(&defaults.docker)).with_login(login));
         Ok(Context { dir, cache, mirrors, llm: defaults.llm, docker })
     }

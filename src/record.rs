@@ -54,22 +54,34 @@ pub struct ReviewComment {
     pub extra: Map<String, Value>,
 }
 
+/// Why a path from data cannot name a file of the repository.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("is empty")]
+    Empty,
+    #[error("contains a NUL byte")]
+    Nul,
+    #[error("`{0}` escapes the repository (`..`)")]
+    Escapes(String),
+    #[error("`{0}` is absolute; it must be relative to the repository")]
+    Absolute(String),
+    #[error("`{0}` names no file")]
+    NoFile(String),
+}
+
 /// Checks that a path from data stays inside the repository: relative, no `..`, no NUL.
-pub fn check_repo_path(path: &str) -> Result<(), String> {
+pub fn check_repo_path(path: &str) -> Result<(), PathError> {
     if path.is_empty() {
-        return Err("is empty".into());
+        return Err(PathError::Empty);
     }
     if path.contains('\0') {
-        return Err("contains a NUL byte".into());
+        return Err(PathError::Nul);
     }
-    let p = Path::new(path);
-    for c in p.components() {
+    for c in Path::new(path).components() {
         match c {
             Component::Normal(_) | Component::CurDir => {}
-            Component::ParentDir => return Err(format!("`{path}` escapes the repository (`..`)")),
-            Component::RootDir | Component::Prefix(_) => {
-                return Err(format!("`{path}` is absolute; it must be relative to the repository"));
-            }
+            Component::ParentDir => return Err(PathError::Escapes(path.to_string())),
+            Component::RootDir | Component::Prefix(_) => return Err(PathError::Absolute(path.to_string())),
         }
     }
     Ok(())
@@ -77,7 +89,7 @@ pub fn check_repo_path(path: &str) -> Result<(), String> {
 
 /// A comment's file as the repository names it: checked like [`check_repo_path`], with `./` and
 /// `a/./b` steps dropped (git's trees have no `.`), and not `.` alone, which names no file.
-pub fn normalize_repo_path(path: &str) -> Result<String, String> {
+pub fn normalize_repo_path(path: &str) -> Result<String, PathError> {
     check_repo_path(path)?;
     let parts: Vec<&str> = Path::new(path)
         .components()
@@ -87,7 +99,7 @@ pub fn normalize_repo_path(path: &str) -> Result<String, String> {
         })
         .collect();
     if parts.is_empty() {
-        return Err(format!("`{path}` names no file"));
+        return Err(PathError::NoFile(path.to_string()));
     }
     Ok(parts.join("/"))
 }
@@ -100,14 +112,14 @@ mod tests {
     fn repo_paths_must_stay_inside() {
         assert!(check_repo_path("src/a.py").is_ok());
         assert!(check_repo_path("./a.py").is_ok());
-        assert!(check_repo_path("/etc/passwd").unwrap_err().contains("absolute"));
-        assert!(check_repo_path("src/../../x").unwrap_err().contains("escapes"));
+        assert!(check_repo_path("/etc/passwd").unwrap_err().to_string().contains("absolute"));
+        assert!(check_repo_path("src/../../x").unwrap_err().to_string().contains("escapes"));
         assert!(check_repo_path("").is_err());
         assert!(check_repo_path("a\0b").is_err());
         assert_eq!(normalize_repo_path("./src/./a.py").unwrap(), "src/a.py");
         assert_eq!(normalize_repo_path("a.py").unwrap(), "a.py");
-        assert!(normalize_repo_path(".").unwrap_err().contains("names no file"));
-        assert!(normalize_repo_path("./").unwrap_err().contains("names no file"));
-        assert!(normalize_repo_path("../a.py").unwrap_err().contains("escapes"));
+        assert_eq!(normalize_repo_path(".").unwrap_err(), PathError::NoFile(".".into()));
+        assert!(normalize_repo_path("./").unwrap_err().to_string().contains("names no file"));
+        assert!(matches!(normalize_repo_path("../a.py"), Err(PathError::Escapes(_))));
     }
 }

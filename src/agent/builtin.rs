@@ -46,7 +46,8 @@ impl BuiltinAgent {
         }
         let settings = ctx.llm.merged(llm).settings();
         Ok(BuiltinAgent {
-            llm: Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("agent.llm", e))?,
+            llm: Llm::new(settings, &ctx.cache.join("llm"))
+                .map_err(|e| ConfigError::new("agent.llm", e.to_string()))?,
             prompt: ctx.template(
                 "agent.prompt",
                 prompt,

@@ -197,13 +197,13 @@ pub fn export(path: &Path, sel: &Selection, out: &Path, stage: Option<&str>) -> 
     let records = store::load(&loaded.state_dir).context("reading the state")?;
     let flow = Flow::new(&loaded.pipeline, &loaded.data);
     let states = walk::walk(&flow, &records);
-    let last = export::final_stage(&flow, stage).map_err(anyhow::Error::msg)?;
+    let last = export::final_stage(&flow, stage).map_err(anyhow::Error::from)?;
     let funnel = report::funnel::funnel(&flow, &states, &records, loaded.problems.len());
     if !funnel.complete {
         eprintln!("warning: the run is incomplete (tasks errored or still to run); exporting what is done");
     }
     let bench = export::assemble(&flow, &states, last);
-    export::write(&bench, out).map_err(anyhow::Error::msg)?;
+    export::write(&bench, out).map_err(anyhow::Error::from)?;
     println!(
         "exported {} instance(s) and {} test(s) from stage `{}` to {}",
         bench.stats.instances,

@@ -7,7 +7,7 @@
 pub mod stats;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
@@ -38,18 +38,33 @@ fn output_of<'a>(flow: &Flow, states: &'a [Vec<TaskState>], contract: &str, x: u
     )
 }
 
+/// Why no benchmark can be exported, or not where asked.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("no stage `{id}`; the stages are: {stages}")]
+    NoStage { id: String, stages: String },
+    #[error("the pipeline has no comment stage to export the kept comments of")]
+    NoCommentStage,
+    #[error("{} exists and is not an earlier export (no {MARKER}); choose another --out", .0.display())]
+    NotAnExport(PathBuf),
+    #[error("{what} {}: {source}", .path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// The stage whose kept comments make the benchmark: `id`, or the last comment stage.
-pub fn final_stage(flow: &Flow, id: Option<&str>) -> Result<usize, String> {
+pub fn final_stage(flow: &Flow, id: Option<&str>) -> Result<usize, ExportError> {
     let stages = &flow.pipeline.stages;
     match id {
-        Some(id) => stages.iter().position(|s| &*s.id == id).ok_or_else(|| {
-            let ids: Vec<&str> = stages.iter().map(|s| &*s.id).collect();
-            format!("no stage `{id}`; the stages are: {}", ids.join(", "))
+        Some(id) => stages.iter().position(|s| &*s.id == id).ok_or_else(|| ExportError::NoStage {
+            id: id.to_string(),
+            stages: stages.iter().map(|s| &*s.id).collect::<Vec<_>>().join(", "),
         }),
-        None => stages
-            .iter()
-            .rposition(|s| s.scope == Scope::Comment)
-            .ok_or_else(|| "the pipeline has no comment stage to export the kept comments of".into()),
+        None => stages.iter().rposition(|s| s.scope == Scope::Comment).ok_or(ExportError::NoCommentStage),
     }
 }
 
@@ -197,33 +212,30 @@ const MARKER: &str = "instances.jsonl";
 
 /// Writes the benchmark to `out`, replacing an earlier export there. A directory that holds
 /// anything else is left alone.
-pub fn write(bench: &Benchmark, out: &Path) -> Result<(), String> {
-    let io = |what: &str, e: std::io::Error| format!("{what} {}: {e}", out.display());
+pub fn write(bench: &Benchmark, out: &Path) -> Result<(), ExportError> {
+    let io = |what: &'static str| move |source| ExportError::Io { what, path: out.to_path_buf(), source };
     if out.exists() {
-        let empty = std::fs::read_dir(out).map_err(|e| io("reading", e))?.next().is_none();
+        let empty = std::fs::read_dir(out).map_err(io("reading"))?.next().is_none();
         if !empty && !out.join(MARKER).exists() {
-            return Err(format!(
-                "{} exists and is not an earlier export (no {MARKER}); choose another --out",
-                out.display()
-            ));
+            return Err(ExportError::NotAnExport(out.to_path_buf()));
         }
     }
     // Written beside it, then swapped in, so a failure never leaves half an export.
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent).map_err(|e| io("creating the parent of", e))?;
-    let staging = tempfile::tempdir_in(parent).map_err(|e| io("staging beside", e))?;
+    std::fs::create_dir_all(parent).map_err(io("creating the parent of"))?;
+    let staging = tempfile::tempdir_in(parent).map_err(io("staging beside"))?;
     for (rel, bytes) in &bench.files {
         let path = staging.path().join(rel);
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| io("writing", e))?;
+            std::fs::create_dir_all(dir).map_err(io("writing"))?;
         }
-        std::fs::write(&path, bytes).map_err(|e| io("writing", e))?;
+        std::fs::write(&path, bytes).map_err(io("writing"))?;
     }
     if out.exists() {
-        std::fs::remove_dir_all(out).map_err(|e| io("replacing", e))?;
+        std::fs::remove_dir_all(out).map_err(io("replacing"))?;
     }
     let staged = staging.keep();
-    std::fs::rename(&staged, out).map_err(|e| io("moving the export to", e))
+    std::fs::rename(&staged, out).map_err(io("moving the export to"))
 }
 
 #[cfg(test)]
@@ -250,7 +262,7 @@ mod tests {
         std::fs::create_dir(&other).unwrap();
         std::fs::write(other.join("todo.txt"), "keep me").unwrap();
         let refused = write(&bench(&[("instances.jsonl", "c\n")]), &other).unwrap_err();
-        assert!(refused.contains("not an earlier export"), "{refused}");
+        assert!(matches!(refused, ExportError::NotAnExport(_)), "{refused}");
         assert_eq!(std::fs::read_to_string(other.join("todo.txt")).unwrap(), "keep me");
     }
 

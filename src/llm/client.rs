@@ -71,7 +71,7 @@ fn token_logprob(t: &ChatCompletionTokenLogprob) -> TokenLogprob {
 
 impl Llm {
     /// `cache_dir` is where recorded answers live (`cache/llm`).
-    pub fn new(settings: LlmSettings, cache_dir: &Path) -> Result<Llm, String> {
+    pub fn new(settings: LlmSettings, cache_dir: &Path) -> Result<Llm, super::transport::SetupError> {
         let config = OpenAIConfig::new().with_api_base(&settings.base_url).with_api_key(&settings.api_key);
         let transport = Transport::new(&settings)?;
         let endpoint = transport.endpoint();
@@ -159,7 +159,7 @@ impl Llm {
         let typed: CreateChatCompletionRequest = serde_json::from_value(body)
             .map_err(|e| LlmError::Failed(format!("cannot build the request: {e}")))?;
         let retry = RetryPolicy::of(&self.settings);
-        let _permit = self.endpoint.acquire().await.map_err(LlmError::Failed)?;
+        let _permit = self.endpoint.acquire().await.map_err(|e| LlmError::Failed(e.to_string()))?;
         let mut attempt = 0;
         let started = Instant::now();
         loop {

@@ -35,6 +35,15 @@ struct EndpointKey {
     requests_per_minute: Option<u32>,
 }
 
+/// Why a client of the model server cannot be made.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("cannot make an HTTP client: {0}")]
+    Http(#[source] reqwest::Error),
+    #[error("the registry of model servers is poisoned (a thread panicked holding it)")]
+    Poisoned,
+}
+
 /// The endpoint for `settings`' base URL and limits, made on first use; later clients with the same
 /// server and the same `concurrency` and `requests_per_minute` share it.
 ///
@@ -42,9 +51,9 @@ struct EndpointKey {
 /// as it wrote them rather than whichever stage connected first; the server then sees the stages'
 /// limits added up. To cap a server as a whole, give every stage that uses it the same limits, most
 /// simply by setting them only in `defaults.llm`.
-fn endpoint(settings: &LlmSettings) -> Result<Arc<Endpoint>, String> {
+fn endpoint(settings: &LlmSettings) -> Result<Arc<Endpoint>, SetupError> {
     static ENDPOINTS: OnceLock<Mutex<HashMap<EndpointKey, Arc<Endpoint>>>> = OnceLock::new();
-    let mut all = ENDPOINTS.get_or_init(Default::default).lock().map_err(|_| "endpoint registry poisoned")?;
+    let mut all = ENDPOINTS.get_or_init(Default::default).lock().map_err(|_| SetupError::Poisoned)?;
     let key = EndpointKey {
         base_url: settings.base_url.clone(),
         concurrency: settings.concurrency,
@@ -73,8 +82,8 @@ fn seconds(value: &str) -> Option<Duration> {
 
 impl Endpoint {
     /// A place among the requests in flight to this server, held until dropped.
-    pub async fn acquire(&self) -> Result<tokio::sync::SemaphorePermit<'_>, String> {
-        self.permits.acquire().await.map_err(|e| e.to_string())
+    pub async fn acquire(&self) -> Result<tokio::sync::SemaphorePermit<'_>, tokio::sync::AcquireError> {
+        self.permits.acquire().await
     }
 
     /// Waits until one more request fits in the last minute's window.
@@ -150,12 +159,12 @@ pub struct Transport {
 }
 
 impl Transport {
-    pub fn new(settings: &LlmSettings) -> Result<Transport, String> {
+    pub fn new(settings: &LlmSettings) -> Result<Transport, SetupError> {
         let http = reqwest::Client::builder()
             .timeout(settings.timeout)
             .connect_timeout(Duration::from_secs(10))
             .build()
-            .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
+            .map_err(SetupError::Http)?;
         Ok(Transport { endpoint: endpoint(settings)?, http, retry: RetryPolicy::of(settings) })
     }
 

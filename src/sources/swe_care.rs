@@ -168,8 +168,12 @@ fn comment(i: usize, raw: Value) -> Result<ReviewComment, (String, String)> {
     };
     let c: RawComment = typed(raw).map_err(|(f, message)| (field(f.as_deref()), message))?;
     // `./a.py` is `a.py` in git's trees; `.` names no file.
-    let path =
-        c.path.as_deref().map(normalize_repo_path).transpose().map_err(|e| (field(Some("path")), e))?;
+    let path = c
+        .path
+        .as_deref()
+        .map(normalize_repo_path)
+        .transpose()
+        .map_err(|e| (field(Some("path")), e.to_string()))?;
     Ok(ReviewComment {
         text: c.text,
         path,

@@ -160,7 +160,7 @@ impl SwePrBench {
             let path = match c.file.as_deref().map(normalize_repo_path).transpose() {
                 Ok(path) => path,
                 Err(e) => {
-                    push(ingest, 1, field(".file"), e);
+                    push(ingest, 1, field(".file"), e.to_string());
                     continue;
                 }
             };

@@ -62,7 +62,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     let config: Config = parse_config(config)?;
     let prompt = ctx.template("prompt", &config.prompt, &PLACEHOLDERS)?;
     let settings = ctx.llm.merged(&config.llm).settings();
-    let llm = Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("llm", e))?;
+    let llm =
+        Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("llm", e.to_string()))?;
     let fingerprint = llm.settings.fingerprint();
     let stage = adapt(Attribution { llm, prompt, mirrors: ctx.mirrors.clone(), near: config.near });
     Ok(StageDef {

@@ -85,7 +85,8 @@ pub fn build_stage(ctx: &StageContext, config: &Mapping) -> Result<StageDef, Con
         Some(prompt) => {
             let template = ctx.template("repair_prompt", prompt, &model_repair::PLACEHOLDERS)?;
             let settings = ctx.llm.merged(&config.llm).settings();
-            let llm = Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("llm", e))?;
+            let llm = Llm::new(settings, &ctx.cache.join("llm"))
+                .map_err(|e| ConfigError::new("llm", e.to_string()))?;
             Some(Advisor { llm, template })
         }
         None => None,

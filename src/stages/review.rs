@@ -80,7 +80,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
             let template = ctx.template("reviewer.prompt", &prompt, &PLACEHOLDERS)?;
             let settings = ctx.llm.merged(&llm).settings();
             let llm = Llm::new(settings, &ctx.cache.join("llm"))
-                .map_err(|e| ConfigError::new("reviewer.llm", e))?;
+                .map_err(|e| ConfigError::new("reviewer.llm", e.to_string()))?;
             let fingerprint = llm.settings.fingerprint();
             (
                 Reviewer::Llm { llm: Box::new(llm), prompt: template },

@@ -199,7 +199,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         None => None,
     };
     let settings = ctx.llm.merged(&config.llm).settings();
-    let llm = Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("llm", e))?;
+    let llm =
+        Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("llm", e.to_string()))?;
     let fingerprint = llm.settings.fingerprint();
     let stage = adapt(Synthesis {
         llm,

@@ -48,10 +48,33 @@ fn default_builds() -> usize {
     1
 }
 
+/// What is wrong with the Docker hosts or the registry login the pipeline or the environment names.
+#[derive(Debug, thiserror::Error)]
+pub enum HostsError {
+    #[error("host {0}: `runs` must be at least 1")]
+    NoRuns(String),
+    #[error("host {0}: the URL must start with unix://, tcp://, http:// or https://")]
+    Scheme(String),
+    #[error("host {0}: an https:// host needs `tls:` files or DOCKER_CERT_PATH")]
+    NoTls(String),
+    #[error("CURATE_DOCKER_HOSTS: `{0}`: the run count after `=` is not a number")]
+    RunCount(String),
+    #[error("CURATE_DOCKER_REGISTRY_PASSWORD_FILE {file}: {source}")]
+    PasswordFile {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "CURATE_DOCKER_REGISTRY_USER is set but neither CURATE_DOCKER_REGISTRY_PASSWORD nor _PASSWORD_FILE is"
+    )]
+    NoPassword,
+}
+
 /// The hosts of `spec`, or of `CURATE_DOCKER_HOSTS` (`URL[=RUNS]`, comma-separated; an
 /// `https://` one uses `DOCKER_CERT_PATH`'s certificates), or the one host of `DOCKER_HOST`.
 /// Relative certificate paths are taken from `dir`, the pipeline's directory.
-pub fn host_specs(spec: &DockerSpec, dir: &Path) -> Result<Vec<HostSpec>, String> {
+pub fn host_specs(spec: &DockerSpec, dir: &Path) -> Result<Vec<HostSpec>, HostsError> {
     let from_env = std::env::var("CURATE_DOCKER_HOSTS").ok().filter(|v| !v.trim().is_empty());
     let hosts = match (&from_env, spec.hosts.is_empty()) {
         (Some(list), _) => parse_host_list(list)?,
@@ -66,21 +89,15 @@ pub fn host_specs(spec: &DockerSpec, dir: &Path) -> Result<Vec<HostSpec>, String
     let mut resolved = Vec::new();
     for mut h in hosts {
         if h.runs == 0 {
-            return Err(format!("host {}: `runs` must be at least 1", h.url));
+            return Err(HostsError::NoRuns(h.url));
         }
         if !["unix://", "tcp://", "http://", "https://"].iter().any(|s| h.url.starts_with(s)) {
-            return Err(format!(
-                "host {}: the URL must start with unix://, tcp://, http:// or https://",
-                h.url
-            ));
+            return Err(HostsError::Scheme(h.url));
         }
         if h.tls.is_none() && h.url.starts_with("https://") {
             h.tls = TlsFiles::from_cert_path();
             if h.tls.is_none() {
-                return Err(format!(
-                    "host {}: an https:// host needs `tls:` files or DOCKER_CERT_PATH",
-                    h.url
-                ));
+                return Err(HostsError::NoTls(h.url));
             }
         }
         h.tls = h.tls.map(|t| t.under(dir));
@@ -89,7 +106,7 @@ pub fn host_specs(spec: &DockerSpec, dir: &Path) -> Result<Vec<HostSpec>, String
     Ok(resolved)
 }
 
-fn parse_host_list(list: &str) -> Result<Vec<HostSpec>, String> {
+fn parse_host_list(list: &str) -> Result<Vec<HostSpec>, HostsError> {
     list.split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
@@ -97,9 +114,7 @@ fn parse_host_list(list: &str) -> Result<Vec<HostSpec>, String> {
             Some((url, runs)) => runs
                 .parse()
                 .map(|runs| HostSpec { url: url.into(), runs, builds: default_builds(), tls: None })
-                .map_err(|_| {
-                    format!("CURATE_DOCKER_HOSTS: `{entry}`: the run count after `=` is not a number")
-                }),
+                .map_err(|_| HostsError::RunCount(entry.to_string())),
             None => {
                 Ok(HostSpec { url: entry.into(), runs: default_runs(), builds: default_builds(), tls: None })
             }
@@ -110,18 +125,17 @@ fn parse_host_list(list: &str) -> Result<Vec<HostSpec>, String> {
 /// The registry's login, from `CURATE_DOCKER_REGISTRY_USER` and `CURATE_DOCKER_REGISTRY_PASSWORD`
 /// (or `CURATE_DOCKER_REGISTRY_PASSWORD_FILE`, a file holding it). Kept in memory only: never in
 /// the pipeline, the state or an export.
-pub fn registry_login() -> Result<Option<bollard::auth::DockerCredentials>, String> {
+pub fn registry_login() -> Result<Option<bollard::auth::DockerCredentials>, HostsError> {
     let Some(user) = std::env::var("CURATE_DOCKER_REGISTRY_USER").ok().filter(|u| !u.is_empty()) else {
         return Ok(None);
     };
-    let password = match std::env::var("CURATE_DOCKER_REGISTRY_PASSWORD_FILE").ok().filter(|f| !f.is_empty()) {
+    let password = match std::env::var("CURATE_DOCKER_REGISTRY_PASSWORD_FILE").ok().filter(|f| !f.is_empty())
+    {
         Some(file) => std::fs::read_to_string(&file)
-            .map_err(|e| format!("CURATE_DOCKER_REGISTRY_PASSWORD_FILE {file}: {e}"))?
+            .map_err(|source| HostsError::PasswordFile { file: file.clone(), source })?
             .trim_end_matches(['\r', '\n'])
             .to_string(),
-        None => std::env::var("CURATE_DOCKER_REGISTRY_PASSWORD").map_err(|_| {
-            "CURATE_DOCKER_REGISTRY_USER is set but neither CURATE_DOCKER_REGISTRY_PASSWORD nor _PASSWORD_FILE is".to_string()
-        })?,
+        None => std::env::var("CURATE_DOCKER_REGISTRY_PASSWORD").map_err(|_| HostsError::NoPassword)?,
     };
     Ok(Some(bollard::auth::DockerCredentials {
         username: Some(user),
@@ -148,7 +162,7 @@ mod tests {
         let hosts = parse_host_list("unix:///a.sock=3, tcp://10.0.0.5:2375").unwrap();
         assert_eq!(hosts[0], HostSpec { url: "unix:///a.sock".into(), runs: 3, builds: 1, tls: None });
         assert_eq!(hosts[1], HostSpec { url: "tcp://10.0.0.5:2375".into(), runs: 2, builds: 1, tls: None });
-        assert!(parse_host_list("unix:///a.sock=many").unwrap_err().contains("not a number"));
+        assert!(parse_host_list("unix:///a.sock=many").unwrap_err().to_string().contains("not a number"));
     }
 
     #[test]
@@ -158,8 +172,8 @@ mod tests {
             registry: None,
         };
         let here = Path::new("/p");
-        assert!(host_specs(&spec("ssh://box", 1), here).unwrap_err().contains("must start with"));
-        assert!(host_specs(&spec("unix:///x.sock", 0), here).unwrap_err().contains("at least 1"));
+        assert!(host_specs(&spec("ssh://box", 1), here).unwrap_err().to_string().contains("must start with"));
+        assert!(host_specs(&spec("unix:///x.sock", 0), here).unwrap_err().to_string().contains("at least 1"));
         let files =
             TlsFiles { ca: "certs/ca.pem".into(), cert: "certs/cert.pem".into(), key: "/abs/key.pem".into() };
         let mut with_tls = spec("tcp://10.0.0.5:2376", 1);

@@ -259,7 +259,8 @@ impl Filter {
             .map_err(|e| ConfigError::new("prompt", e.to_string()))?;
         let prompt_sha256 = hex::encode(sha2::Sha256::digest(&prompt));
         let settings = ctx.llm.merged(&config.llm).settings();
-        let llm = Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("llm", e))?;
+        let llm =
+            Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("llm", e.to_string()))?;
         Ok(Filter { llm: Arc::new(llm), template, prompt_sha256, pr_facts: config.pr_facts })
     }
 
