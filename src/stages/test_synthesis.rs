@@ -235,7 +235,9 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     // hunks nearest the comment kept. 14: one of the project's tests that calls what the comment
     // is about, as a template (`project_example`, where the prompt has it). 15: with
     // `mend_imports`, unused imports of the project's tests out, forgotten project imports in.
-    // 16: with `observed_choice`, the model's numbered choice among the probe's checks.
+    // 16: with `observed_choice`, the model's numbered choice among the probe's checks. 17: a
+    // helper imported on two lines is still unused; a name the project's tests import from one
+    // module on several lines is put in (the shortest line).
     Ok(StageDef {
         side_effects: true,
         files: [&config.prompt, &config.feedback_prompt]
@@ -251,7 +253,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
             .into_iter()
             .chain(config.from_project_tests.then_some(contract::ProjectTests::NAME))
             .collect(),
-        ..StageDef::new(stage, 16, Scope::Comment, Resource::Llm)
+        ..StageDef::new(stage, 17, Scope::Comment, Resource::Llm)
     })
 }
 

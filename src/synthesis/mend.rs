@@ -14,13 +14,16 @@ pub fn mended(code: &str, test_imports: &[String]) -> String {
     let plain = code_only(code);
     let lines: Vec<&str> = code.lines().collect();
     let plain_lines: Vec<&str> = plain.lines().collect();
+    // Uses of a name outside the import statements: a helper imported on two lines is still unused.
+    let body_only: String =
+        plain_lines.iter().filter(|l| imports(l).is_empty()).map(|l| format!("{l}\n")).collect();
     let mut kept: Vec<&str> = Vec::with_capacity(lines.len());
     for (at, line) in lines.iter().enumerate() {
         let statement = plain_lines.get(at).copied().unwrap_or("");
         let unused_helper = imports(statement).first().is_some_and(|i| {
             matches!(i.top(), "tests" | "test" | "testing" | "conftest")
                 && !i.binds.is_empty()
-                && i.binds.iter().all(|b| uses(&plain, b) <= 1)
+                && i.binds.iter().all(|b| uses(&body_only, b) == 0)
         });
         // One line only: a parenthesised list over several lines is left as it is.
         if unused_helper && !statement.contains('(') && !line.starts_with([' ', '\t']) {
@@ -34,12 +37,15 @@ pub fn mended(code: &str, test_imports: &[String]) -> String {
         imports(&plain).into_iter().flat_map(|i| i.binds).chain(defined(&plain)).collect();
     let mut added: Vec<&str> = Vec::new();
     for line in test_imports {
-        let binds: Vec<String> = imports(line).into_iter().flat_map(|i| i.binds).collect();
-        let wanted = binds
-            .iter()
-            .any(|b| !bound.contains(b) && uses(&plain, b) > 0 && is_unambiguous(b, test_imports));
-        if wanted && !added.contains(&line.as_str()) {
-            added.push(line);
+        for name in imports(line).into_iter().flat_map(|i| i.binds) {
+            if bound.contains(&name) || uses(&plain, &name) == 0 {
+                continue;
+            }
+            if let Some(chosen) = import_for(&name, test_imports)
+                && !added.contains(&chosen)
+            {
+                added.push(chosen);
+            }
         }
     }
     let mut out: String = added.iter().map(|l| format!("{l}\n")).collect();
@@ -48,6 +54,24 @@ pub fn mended(code: &str, test_imports: &[String]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The line of `test_imports` to put in for `name`: of the lines that bind it, the shortest, when
+/// they all import it from one module (`from marshmallow import fields` and `from marshmallow
+/// import Schema, fields`); two modules leave nothing to choose by.
+fn import_for<'a>(name: &str, test_imports: &'a [String]) -> Option<&'a str> {
+    let binding: Vec<(&str, String)> = test_imports
+        .iter()
+        .filter_map(|l| {
+            let from = imports(l).into_iter().find(|i| i.binds.iter().any(|b| b == name))?;
+            Some((l.as_str(), from.module))
+        })
+        .collect();
+    let (_, module) = binding.first()?;
+    if binding.iter().any(|(_, m)| m != module) {
+        return None;
+    }
+    binding.iter().map(|(l, _)| *l).min_by_key(|l| l.len())
 }
 
 /// How often `name` occurs in `code` as a whole word not preceded by a dot (an attribute of
@@ -93,12 +117,6 @@ fn defined(code: &str) -> Vec<String> {
     out
 }
 
-/// Whether only one of `test_imports` binds `name`: two lines that bind it differently leave
-/// nothing to choose by.
-fn is_unambiguous(name: &str, test_imports: &[String]) -> bool {
-    test_imports.iter().filter(|l| imports(l).iter().any(|i| i.binds.iter().any(|b| b == name))).count() == 1
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +129,33 @@ mod tests {
         assert_eq!(
             mended(code, &test_imports),
             "from marshmallow import fields\nimport pytest\n\ndef test_none():\n    field = fields.DateTime(allow_none=True)\n    assert field.deserialize(None) is None\n"
+        );
+    }
+
+    #[test]
+    fn a_helper_imported_twice_is_still_unused_and_one_module_imported_on_two_lines_is_no_ambiguity() {
+        // marshmallow 2264's first answer, and the project's tests importing `fields` two ways.
+        let code = "import pytest
+from tests.base import ALL_FIELDS, User, central
+from tests.base import assert_date_equal, central
+
+def test_none():
+    field = fields.DateTime(allow_none=True)
+    assert field.deserialize(None) is None
+";
+        let test_imports = vec![
+            "from marshmallow import Schema, fields, validate".to_string(),
+            "from marshmallow import fields".to_string(),
+        ];
+        assert_eq!(
+            mended(code, &test_imports),
+            "from marshmallow import fields
+import pytest
+
+def test_none():
+    field = fields.DateTime(allow_none=True)
+    assert field.deserialize(None) is None
+"
         );
     }
 
