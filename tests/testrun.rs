@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{Scratch, docker_or_skip, root, stderr};
-use curate::exec::testrun::{Verdict, run_test, run_test_traced};
+use curate::exec::testrun::{Target, Verdict, run_target, run_test, run_test_traced};
 use serde_json::Value;
 
 #[test]
@@ -127,6 +127,24 @@ fn a_probe_fails_on_the_reviewed_commit_and_passes_on_the_fixed_one() {
         let raises = "import pytest\nfrom durations import parse_duration\n\ndef test_x():\n    with pytest.raises(KeyError):\n        parse_duration('1h')\n";
         let raises = run_test(&d, &image, reviewed_tree, ("test_raises.py", raises), t).await.unwrap();
         assert_eq!(raises.verdict, Verdict::ExpectedExceptionMissing, "{}", raises.output);
+        // Among the project's tests, a test of curate's has the fixtures of the conftest files
+        // above it; outside the repository it has not. Its own file is not a write of the test.
+        std::fs::create_dir_all(reviewed_tree.join("checks")).unwrap();
+        std::fs::write(
+            reviewed_tree.join("checks/conftest.py"),
+            "import pytest\n\n@pytest.fixture\ndef answer():\n    return 42\n",
+        )
+        .unwrap();
+        let uses = "def test_answer(answer):\n    assert answer == 42\n";
+        let in_tree = Target::InTree { path: "checks/test_curate_in_tree.py", code: uses };
+        let there = run_target(&d, &image, reviewed_tree, in_tree, t, 0).await.unwrap();
+        assert_eq!(there.verdict, Verdict::Passed, "{}", there.output);
+        assert!(there.wrote.is_empty(), "{:?}", there.wrote);
+        let outside = Target::File { name: "test_curate_outside.py", code: uses };
+        let outside = run_target(&d, &image, reviewed_tree, outside, t, 0).await.unwrap();
+        assert_ne!(outside.verdict, Verdict::Passed, "no fixture outside the tree: {}", outside.output);
+        assert!(outside.output.contains("fixture 'answer' not found"), "{}", outside.output);
+
         let slow = "def test_forever():\n    while True:\n        pass\n";
         let slow = run_test(&d, &image, reviewed_tree, ("test_slow.py", slow), Duration::from_secs(3)).await.unwrap();
         assert_eq!(slow.verdict, Verdict::Timeout);

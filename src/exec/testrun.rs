@@ -151,6 +151,10 @@ pub enum Target<'a> {
     /// The project's own tests, by their pytest node ids (`tests/test_x.py::test_y[1]`, or a whole
     /// file), run in the repository with the project's configuration, conftest files and data.
     Project { nodes: &'a [String] },
+    /// A test file of curate's placed in the project's tree at `path` (relative to the
+    /// repository, a name no file of the project has), so that it runs with the project's
+    /// configuration and the fixtures of its conftest files.
+    InTree { path: &'a str, code: &'a str },
 }
 
 impl Target<'_> {
@@ -164,6 +168,7 @@ impl Target<'_> {
                 let nodes: Vec<String> = nodes.iter().map(|n| shell_quote(n)).collect();
                 format!("--rootdir {REPO} {}", nodes.join(" "))
             }
+            Target::InTree { path, .. } => format!("--rootdir {REPO} {}", shell_quote(path)),
         }
     }
 }
@@ -277,6 +282,11 @@ async fn run_pytest(
         Target::File { name, code } => spec.files.push((test_path(name), code.as_bytes().to_vec())),
         // The directory the run's marker goes in.
         Target::Project { .. } => spec.files.push((format!("{TEST_DIR}/.keep"), Vec::new())),
+        // Written with the tree, before the run's marker: not a write of the test.
+        Target::InTree { path, code } => {
+            spec.files.push((format!("{REPO}/{path}"), code.as_bytes().to_vec()));
+            spec.files.push((format!("{TEST_DIR}/.keep"), Vec::new()));
+        }
     }
     let mut add_plugin = |(name, source): (&str, &str)| {
         spec.env.push(("PYTHONPATH".into(), TEST_DIR.into()));

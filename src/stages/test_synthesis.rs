@@ -33,7 +33,7 @@ use crate::repo::Mirrors;
 use crate::synthesis::answer::test_code;
 use crate::synthesis::example;
 use crate::synthesis::facts::{self, MAX_SIGNATURES};
-use crate::synthesis::judge::{Judge, JudgeError, Judged, PROJECT_TEST, Trees, verdict_name};
+use crate::synthesis::judge::{Judge, JudgeError, Judged, PROJECT_TEST, Trees, in_tree_path, verdict_name};
 use crate::synthesis::mend;
 use crate::synthesis::observed;
 use crate::synthesis::oracle::{Miss, for_feedback, reasons};
@@ -41,7 +41,7 @@ use crate::synthesis::project;
 use crate::synthesis::relevance;
 use crate::synthesis::source::test_kind;
 
-const PLACEHOLDERS: [&str; 14] = [
+const PLACEHOLDERS: [&str; 16] = [
     "pr_title",
     "pr_body",
     "path",
@@ -56,6 +56,8 @@ const PLACEHOLDERS: [&str; 14] = [
     "test_imports",
     "observed",
     "project_example",
+    "test_dir",
+    "fixtures",
 ];
 const CHOICE_PLACEHOLDERS: [&str; 4] = ["path", "line", "comment", "calls"];
 /// Observed calls the model chooses among at most.
@@ -132,6 +134,12 @@ struct Config {
     /// project's imports it uses but forgot put in (`synthesis::mend`).
     #[serde(default)]
     mend_imports: bool,
+    /// A test of curate's runs among the project's tests (beside the template's module, else in
+    /// its first test directory), with the project's pytest configuration and the fixtures of its
+    /// conftest files, which the prompt lists (`{{fixtures}}`); its export is laid out as a
+    /// project test's. Without it, a test runs outside the repository.
+    #[serde(default)]
+    project_fixtures: bool,
     #[serde(default)]
     llm: LlmSpec,
 }
@@ -176,6 +184,7 @@ struct Synthesis {
     file_lines: usize,
     cut_off_max_tokens: Option<u32>,
     mend_imports: bool,
+    project_fixtures: bool,
 }
 
 pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
@@ -220,6 +229,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         file_lines: config.file_lines,
         cut_off_max_tokens: config.cut_off_max_tokens,
         mend_imports: config.mend_imports,
+        project_fixtures: config.project_fixtures,
     });
     // 2: an import error on both sides is judged a broken import. 3: a cut-off answer with no
     // complete test is told so. 4: facts in the prompt (signatures, the tests' imports, the PR's
@@ -237,7 +247,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     // `mend_imports`, unused imports of the project's tests out, forgotten project imports in.
     // 16: with `observed_choice`, the model's numbered choice among the probe's checks. 17: a
     // helper imported on two lines is still unused; a name the project's tests import from one
-    // module on several lines is put in (the shortest line).
+    // module on several lines is put in (the shortest line). 18: with `project_fixtures`, tests
+    // run among the project's tests, its conftest fixtures listed in the prompt.
     Ok(StageDef {
         side_effects: true,
         files: [&config.prompt, &config.feedback_prompt]
@@ -253,7 +264,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
             .into_iter()
             .chain(config.from_project_tests.then_some(contract::ProjectTests::NAME))
             .collect(),
-        ..StageDef::new(stage, 17, Scope::Comment, Resource::Llm)
+        ..StageDef::new(stage, 18, Scope::Comment, Resource::Llm)
     })
 }
 
@@ -303,6 +314,10 @@ struct Checkouts {
     test_imports: Vec<String>,
     /// One of the project's tests that calls what the comment is about, as a template.
     example: Option<example::Example>,
+    /// With `project_fixtures`: the directory of the project's tests a test runs in, and the
+    /// fixtures its conftest files give it.
+    test_dir: Option<String>,
+    fixtures: Vec<String>,
 }
 
 /// Judging needs the sandbox; when it fails, the task is retried.
@@ -360,7 +375,7 @@ impl Record<'_> {
 /// The stage's output for an accepted test: the test, its kind and evidence, and the attempts'
 /// history. `written_by` names who wrote it when the model did not.
 fn accepted_output(
-    file: &str,
+    (file, in_tree): (&str, Option<&str>),
     accepted: &Judged,
     packages: &[String],
     attempts: u32,
@@ -369,8 +384,20 @@ fn accepted_output(
 ) -> Value {
     let code = accepted.record["code"].as_str().unwrap_or_default();
     let kind = test_kind(code, packages);
+    // A test that ran among the project's tests is laid out as one of them.
+    let test = match in_tree.map(|dir| in_tree_path(dir, file)) {
+        Some(path) => contract::Test {
+            test_file: path.clone(),
+            test: code.to_string(),
+            project: Some(contract::ProjectTest {
+                node: path.clone(),
+                files: BTreeMap::from([(path, code.to_string())]),
+            }),
+        },
+        None => contract::Test { test_file: file.to_string(), test: code.to_string(), project: None },
+    };
     Record {
-        test: contract::Test { test_file: file.to_string(), test: code.to_string(), project: None },
+        test,
         project_files_left_out: None,
         kind: kind.kind,
         kind_because: kind.because,
@@ -489,6 +516,8 @@ impl Synthesis {
             ("signatures", listed(&before_sigs, MAX_SIGNATURES, "# no public definitions")),
             ("changed_signatures", listed(&changed, MAX_SIGNATURES, "# none")),
             ("test_imports", listed(&work.test_imports, facts::MAX_TEST_IMPORTS, "# no test imports it")),
+            ("test_dir", work.test_dir.clone().unwrap_or_else(|| "a directory outside the project".into())),
+            ("fixtures", if work.fixtures.is_empty() { "none".into() } else { work.fixtures.join(", ") }),
             (
                 "project_example",
                 work.example.as_ref().map_or("# no test of the project calls it".into(), |e| {
@@ -546,6 +575,7 @@ impl Synthesis {
             attribution: i.attribution.as_ref().map(contract::Attribution::attributed),
             repeats: self.repeats,
             timeout: self.timeout,
+            in_tree: work.test_dir.as_deref(),
         };
         let file = test_file_name(&input.item.id);
         let mut history = Vec::new();
@@ -612,7 +642,8 @@ impl Synthesis {
         j.settle();
         history.push(j.record.clone());
         Ok(j.outcome.is_ok().then(|| {
-            accepted_output(file, &j, &i.packages, self.max_attempts, Some(OBSERVED_CALL), history.clone())
+            let place = (file, judge.in_tree);
+            accepted_output(place, &j, &i.packages, self.max_attempts, Some(OBSERVED_CALL), history.clone())
         }))
     }
 
@@ -693,7 +724,8 @@ impl Synthesis {
         let line = i.context.end_line;
         let (attribution, context) = (i.attribution.clone(), i.context.clone());
         let changed_tests = i.project_tests.as_ref().map(|t| t.test_paths.clone()).unwrap_or_default();
-        let (fix_diff, test_imports, example) = tokio::task::spawn_blocking(move || {
+        let in_tree = self.project_fixtures;
+        let (fix_diff, test_imports, example, test_dir) = tokio::task::spawn_blocking(move || {
             let mirror = mirrors.checkout_pair(&repo, (&head, &fixed_commit), &reviewed_dest, &dest)?;
             let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
             let diff = facts::diff_near(
@@ -703,12 +735,17 @@ impl Synthesis {
             );
             let names = example_names(attribution.as_ref(), &context, &dest);
             let example = example::example(&reviewed_dest, &names, &changed_tests);
-            Ok::<_, TaskError>((diff, facts::test_imports(&reviewed_dest, &module), example))
+            let test_dir = in_tree
+                .then(|| facts::test_dir(&reviewed_dest, example.as_ref().map(|e| e.path.as_str())))
+                .flatten()
+                .map(|dir| (facts::conftest_fixtures(&reviewed_dest, &dir), dir));
+            Ok::<_, TaskError>((diff, facts::test_imports(&reviewed_dest, &module), example, test_dir))
         })
         .await
         // A commit the mirror lacks is the data's fault (a rejection): retrying will not bring it.
         .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))??;
-        Ok(Checkouts { _dir: dir, reviewed, fixed, fix_diff, test_imports, example })
+        let (fixtures, test_dir) = test_dir.map_or((Vec::new(), None), |(f, d)| (f, Some(d)));
+        Ok(Checkouts { _dir: dir, reviewed, fixed, fix_diff, test_imports, example, test_dir, fixtures })
     }
 
     /// The model's tests, up to `max_attempts` answers with feedback between them: the accepted
@@ -744,7 +781,8 @@ impl Synthesis {
                 history.push(j.record.clone());
             }
             if let Some(accepted) = judged.iter().find(|j| j.outcome.is_ok()) {
-                return Ok(Ok(accepted_output(file, accepted, &i.packages, attempt, None, history.clone())));
+                let place = (file, judge.in_tree);
+                return Ok(Ok(accepted_output(place, accepted, &i.packages, attempt, None, history.clone())));
             }
             // The conversation goes on from the first candidate, the one asked at the stage's own
             // temperature and seed.
@@ -935,6 +973,7 @@ mod tests {
             file_lines: 20,
             cut_off_max_tokens: None,
             mend_imports: false,
+            project_fixtures: false,
         };
         let missing = "0123456789abcdef0123456789abcdef01234567";
         let pr = json!({"repo": "o/r", "title": "t", "body": "", "base_commit": head, "head_commit": head, "fixed_commit": missing});

@@ -169,6 +169,61 @@ pub fn test_imports(root: &Path, module: &str) -> Vec<String> {
     lines.into_iter().take(MAX_TEST_IMPORTS).map(|(line, _)| line).collect()
 }
 
+/// The directory (relative to `root`) where a test of curate's runs among the project's tests:
+/// that of `beside` (a test module of the project's, such as the template's), else that of the
+/// first test file under `root`; `None` when the project has none.
+pub fn test_dir(root: &Path, beside: Option<&str>) -> Option<String> {
+    let parent = |p: &Path| p.parent().map(|d| d.to_string_lossy().into_owned());
+    match beside {
+        Some(path) => parent(Path::new(path)),
+        None => test_files(root).first().and_then(|f| f.strip_prefix(root).ok().and_then(parent)),
+    }
+}
+
+/// Fixtures at most listed for the model.
+pub const MAX_FIXTURES: usize = 30;
+
+/// The names of the fixtures the conftest files of `dir` and of every directory above it (up to
+/// `root`) define with `@pytest.fixture`, in the order found, the nearest conftest first; names
+/// starting with `_` left out.
+pub fn conftest_fixtures(root: &Path, dir: &str) -> Vec<String> {
+    let mut dirs = vec![root.to_path_buf()];
+    let mut at = root.to_path_buf();
+    for part in Path::new(dir).components() {
+        at.push(part);
+        dirs.push(at.clone());
+    }
+    let mut out: Vec<String> = Vec::new();
+    for d in dirs.iter().rev() {
+        let Ok(text) = std::fs::read_to_string(d.join("conftest.py")) else { continue };
+        for name in fixture_names(&code_only(&text)) {
+            if !name.starts_with('_') && !out.contains(&name) && out.len() < MAX_FIXTURES {
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
+/// The functions of `code` decorated `@pytest.fixture` (or `@fixture`), at the top level.
+fn fixture_names(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut decorated = false;
+    for line in code.lines() {
+        let t = line.trim_end();
+        if t.starts_with("@pytest.fixture") || t.starts_with("@fixture") {
+            decorated = true;
+        } else if decorated && (t.starts_with("def ") || t.starts_with("async def ")) {
+            let rest = t.trim_start_matches("async ").trim_start_matches("def ");
+            out.push(rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect());
+            decorated = false;
+        } else if !t.starts_with('@') && !t.starts_with([' ', '\t', ')']) && !t.is_empty() {
+            decorated = false;
+        }
+    }
+    out
+}
+
 /// The test files under `root`, in a stable order, at most [`MAX_TEST_FILES`]; `.git` and
 /// hidden directories are not entered.
 pub(crate) fn test_files(root: &Path) -> Vec<std::path::PathBuf> {
@@ -338,6 +393,28 @@ class Version:
         std::fs::write(root.join("setup.py"), "from pkg import version\n").unwrap();
         assert_eq!(test_imports(root, "pkg.core"), vec!["from pkg.core import merge", "import pkg"]);
         assert!(test_imports(root, "other").is_empty());
+    }
+
+    #[test]
+    fn fixtures_of_the_conftests_above_a_test_directory_nearest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("tests/unit")).unwrap();
+        std::fs::write(
+            root.join("conftest.py"),
+            "import pytest\n\n@pytest.fixture(scope=\"session\")\ndef project(tmp_path_factory):\n    return 1\n\ndef helper():\n    pass\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("tests/conftest.py"),
+            "from pytest import fixture\n\n@fixture\ndef client():\n    yield 2\n\n@pytest.fixture(\n    params=[1, 2]\n)\ndef _private():\n    pass\n\n@pytest.fixture\ndef project():\n    pass\n",
+        )
+        .unwrap();
+        std::fs::write(root.join("tests/unit/test_a.py"), "def test_a():\n    pass\n").unwrap();
+        assert_eq!(conftest_fixtures(root, "tests/unit"), ["client", "project"]);
+        assert_eq!(conftest_fixtures(root, ""), ["project"]);
+        assert_eq!(test_dir(root, Some("tests/test_x.py")).as_deref(), Some("tests"));
+        assert_eq!(test_dir(root, None).as_deref(), Some("tests/unit"));
     }
 
     #[test]

@@ -67,6 +67,15 @@ pub struct Judge<'a> {
     /// Runs of each side a candidate must give the same verdicts in, the first included.
     pub repeats: u32,
     pub timeout: Duration,
+    /// The directory of the project's tests (relative to the repository) that curate's test files
+    /// run in, with the fixtures of its conftest files; `None`: outside the repository.
+    pub in_tree: Option<&'a str>,
+}
+
+/// Where a test file of curate's named `name` goes in the tree when it runs in `dir`.
+pub fn in_tree_path(dir: &str, name: &str) -> String {
+    let dir = dir.trim_matches('/');
+    if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") }
 }
 
 /// One candidate, judged.
@@ -144,7 +153,11 @@ impl Judge<'_> {
         if let Some(miss) = static_miss(&code, self.packages) {
             return Ok(Judged::unrun(json!({"code": code}), miss));
         }
-        let target = Target::File { name, code: &code };
+        let path = self.in_tree.map(|dir| in_tree_path(dir, name));
+        let target = match &path {
+            Some(path) => Target::InTree { path, code: &code },
+            None => Target::File { name, code: &code },
+        };
         let structural = test_kind(&code, self.packages).kind == TestKind::Structural;
         let reads = structural.then_some(code.as_str());
         let mut record = json!({"code": code});
