@@ -248,7 +248,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     // 16: with `observed_choice`, the model's numbered choice among the probe's checks. 17: a
     // helper imported on two lines is still unused; a name the project's tests import from one
     // module on several lines is put in (the shortest line). 18: with `project_fixtures`, tests
-    // run among the project's tests, its conftest fixtures listed in the prompt.
+    // run among the project's tests, its conftest fixtures listed in the prompt. 19: for a comment
+    // on a test file, `mend_imports` also puts in how the project's tests import its package.
     Ok(StageDef {
         side_effects: true,
         files: [&config.prompt, &config.feedback_prompt]
@@ -264,7 +265,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
             .into_iter()
             .chain(config.from_project_tests.then_some(contract::ProjectTests::NAME))
             .collect(),
-        ..StageDef::new(stage, 18, Scope::Comment, Resource::Llm)
+        ..StageDef::new(stage, 19, Scope::Comment, Resource::Llm)
     })
 }
 
@@ -312,6 +313,9 @@ struct Checkouts {
     fixed: PathBuf,
     fix_diff: String,
     test_imports: Vec<String>,
+    /// What `mend_imports` puts in from: `test_imports`, and for a comment on a test file, how the
+    /// project's tests import its first package.
+    mend_from: Vec<String>,
     /// One of the project's tests that calls what the comment is about, as a template.
     example: Option<example::Example>,
     /// With `project_fixtures`: the directory of the project's tests a test runs in, and the
@@ -725,27 +729,47 @@ impl Synthesis {
         let (attribution, context) = (i.attribution.clone(), i.context.clone());
         let changed_tests = i.project_tests.as_ref().map(|t| t.test_paths.clone()).unwrap_or_default();
         let in_tree = self.project_fixtures;
-        let (fix_diff, test_imports, example, test_dir) = tokio::task::spawn_blocking(move || {
-            let mirror = mirrors.checkout_pair(&repo, (&head, &fixed_commit), &reviewed_dest, &dest)?;
-            let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
-            let diff = facts::diff_near(
-                &mirror.diff_of(&head, &fixed_commit, &paths)?,
-                line,
-                facts::MAX_FIX_DIFF_LINES,
-            );
-            let names = example_names(attribution.as_ref(), &context, &dest);
-            let example = example::example(&reviewed_dest, &names, &changed_tests);
-            let test_dir = in_tree
-                .then(|| facts::test_dir(&reviewed_dest, example.as_ref().map(|e| e.path.as_str())))
-                .flatten()
-                .map(|dir| (facts::conftest_fixtures(&reviewed_dest, &dir), dir));
-            Ok::<_, TaskError>((diff, facts::test_imports(&reviewed_dest, &module), example, test_dir))
-        })
-        .await
-        // A commit the mirror lacks is the data's fault (a rejection): retrying will not bring it.
-        .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))??;
+        let package = i
+            .packages
+            .first()
+            .cloned()
+            .filter(|p| *p != module && facts::is_test_file(Path::new(&i.context.path)));
+        let (fix_diff, (test_imports, mend_from), example, test_dir) =
+            tokio::task::spawn_blocking(move || {
+                let mirror = mirrors.checkout_pair(&repo, (&head, &fixed_commit), &reviewed_dest, &dest)?;
+                let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+                let diff = facts::diff_near(
+                    &mirror.diff_of(&head, &fixed_commit, &paths)?,
+                    line,
+                    facts::MAX_FIX_DIFF_LINES,
+                );
+                let names = example_names(attribution.as_ref(), &context, &dest);
+                let example = example::example(&reviewed_dest, &names, &changed_tests);
+                let test_dir = in_tree
+                    .then(|| facts::test_dir(&reviewed_dest, example.as_ref().map(|e| e.path.as_str())))
+                    .flatten()
+                    .map(|dir| (facts::conftest_fixtures(&reviewed_dest, &dir), dir));
+                let test_imports = facts::test_imports(&reviewed_dest, &module);
+                let mut mend_from = test_imports.clone();
+                mend_from
+                    .extend(package.map(|p| facts::test_imports(&reviewed_dest, &p)).unwrap_or_default());
+                Ok::<_, TaskError>((diff, (test_imports, mend_from), example, test_dir))
+            })
+            .await
+            // A commit the mirror lacks is the data's fault (a rejection): retrying will not bring it.
+            .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))??;
         let (fixtures, test_dir) = test_dir.map_or((Vec::new(), None), |(f, d)| (f, Some(d)));
-        Ok(Checkouts { _dir: dir, reviewed, fixed, fix_diff, test_imports, example, test_dir, fixtures })
+        Ok(Checkouts {
+            _dir: dir,
+            reviewed,
+            fixed,
+            fix_diff,
+            test_imports,
+            mend_from,
+            example,
+            test_dir,
+            fixtures,
+        })
     }
 
     /// The model's tests, up to `max_attempts` answers with feedback between them: the accepted
@@ -767,7 +791,7 @@ impl Synthesis {
             answers.push(answer.text.clone());
             let asked = messages.clone();
             messages.push(Message::assistant(answer.text.clone()));
-            let mend = self.mend_imports.then_some(work.test_imports.as_slice());
+            let mend = self.mend_imports.then_some(work.mend_from.as_slice());
             let first = judge_answer(judge, file, &answer, mend).await?;
             let mut judged = self
                 .more_candidates(judge, (file, mend), first, (&asked, attempt), &mut answers, input)
