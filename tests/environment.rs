@@ -380,7 +380,7 @@ fn a_failure_no_rule_knows_is_tried_on_another_python_and_a_legacy_setup_py_is_b
     let setup = "import sys\nfrom setuptools import setup, Extension\n\
                  if any(c in sys.argv for c in ('dist_info', 'editable_wheel', 'bdist_wheel')):\n    \
                  sys.exit('setup.py: unsupported command')\n\
-                 setup(name='oldext', version='0.1', packages=['oldext'], ext_modules=[Extension('oldext._x', ['oldext/_x.c'])])\n";
+                 setup(name='oldext', version='0.1', packages=['oldext'], libraries=[('oldhelp', {'sources': ['oldext/help.c']})], ext_modules=[Extension('oldext._x', ['oldext/_x.c'], libraries=['oldhelp'])])\n";
     let c = "#include <Python.h>\nstatic struct PyModuleDef m = {PyModuleDef_HEAD_INIT, \"_x\", NULL, -1, NULL};\nPyMODINIT_FUNC PyInit__x(void) { return PyModule_Create(&m); }\n";
     let (state, o) = run(
         "oldext",
@@ -389,6 +389,8 @@ fn a_failure_no_rule_knows_is_tried_on_another_python_and_a_legacy_setup_py_is_b
             ("setup.cfg", "[options]\npython_requires = >=3.11,<3.12\n"),
             ("oldext/__init__.py", "from . import _x\n"),
             ("oldext/_x.c", c),
+            // A C library of the project's own that the extension links (pywt's `c_wt`).
+            ("oldext/help.c", "int oldhelp_answer(void) { return 42; }\n"),
             ("tests/test_a.py", test),
         ],
     );
@@ -397,7 +399,7 @@ fn a_failure_no_rule_knows_is_tried_on_another_python_and_a_legacy_setup_py_is_b
     assert_eq!(o["repairs"][0]["fix"]["kind"], "build_in_place", "{o}");
     assert!(o["repairs"][0]["failed"].as_str().unwrap().starts_with("the editable install failed"), "{o}");
     let instance = o["dockerfiles"]["instance"].as_str().unwrap();
-    assert!(instance.contains("python setup.py build_ext --inplace"), "{instance}");
+    assert!(instance.contains("python setup.py build_clib build_ext --inplace"), "{instance}");
     assert!(o["verified"][0].as_str().unwrap().contains("import oldext"), "{o}");
 }
 

@@ -489,7 +489,9 @@ fn install_command(input: &Inputs, res: &Resolution) -> String {
     let version_env =
         input.version.map(|v| format!("SETUPTOOLS_SCM_PRETEND_VERSION={v} ")).unwrap_or_default();
     if fixes.in_place {
-        format!("{version_env}python setup.py build_ext --inplace && {}", pth_command(p))
+        // `build_ext` links the C libraries a setup.py declares (`libraries=`) but does not build
+        // them; `build_clib` does, and does nothing where there are none.
+        format!("{version_env}python setup.py build_clib build_ext --inplace && {}", pth_command(p))
     } else {
         format!(
             "{version_env}uv pip install --quiet --exclude-newer {}{} --no-build-isolation -e \"{target}\"",

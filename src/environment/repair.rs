@@ -34,7 +34,7 @@ pub struct Fixes {
     /// Environment variables the dependency and editable installs see.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
-    /// The project is built in place (`setup.py build_ext --inplace`) and imported from its
+    /// The project is built in place (`setup.py build_clib build_ext --inplace`) and imported from its
     /// checkout, not installed in editable mode.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub in_place: bool,

@@ -118,8 +118,9 @@ pub fn build_stage(ctx: &StageContext, config: &Mapping) -> Result<StageDef, Con
         // pytest before 4. 10: tox `deps` lines read factor first (`pypy: -r file`), and the files
         // they include. 11: an exact pin at the end of the resolver's chain of reasons is relaxed.
         // 12: another Python only for a failure its version explains; a build failed on two
-        // Pythons is rejected with the first one's error.
-        ..StageDef::new(stage, 12, Scope::Pr, Resource::Docker)
+        // Pythons is rejected with the first one's error. 13: a build in place builds the C
+        // libraries the setup.py declares first (`build_clib`).
+        ..StageDef::new(stage, 13, Scope::Pr, Resource::Docker)
     })
 }
 
