@@ -189,6 +189,12 @@ fn an_agent_guided_by_the_comment_must_make_the_hidden_test_pass() {
     let test_path = comments[0]["test_path"].as_str().unwrap();
     assert_eq!(s.read(&format!("bench1/{test_path}")), BEHAVIOURAL);
     assert_eq!(comments[0]["kind"], "behavioural");
+    // Its id as pytest names it where it runs (SWE-bench's FAIL_TO_PASS).
+    let file = test_path.rsplit('/').next().unwrap();
+    assert_eq!(
+        comments[0]["fail_to_pass"],
+        serde_json::json!([format!("{file}::test_fractions_are_rounded")])
+    );
     let dockerfile = instances[0]["environment"]["dockerfiles"]["instance"].as_str().unwrap();
     assert!(s.path(&format!("bench1/{dockerfile}")).exists(), "{dockerfile}");
     let stats: Value = serde_json::from_str(&s.read("bench1/stats.json")).unwrap();

@@ -15,6 +15,7 @@ use crate::engine::flow::{Flow, TaskState};
 use crate::engine::item::Scope;
 use crate::record::{PullRequest, ReviewComment};
 use crate::stages::contract::{self, Contract};
+use crate::synthesis::example::test_functions;
 use stats::{InstanceFacts, Stats, modified_lines};
 
 /// Relative path to contents, in the order they are written.
@@ -94,10 +95,17 @@ pub fn assemble(flow: &Flow, states: &[Vec<TaskState>], last: usize) -> Benchmar
         let dir = dir_name(&item.id);
         let env = output_of(flow, states, contract::Environment::NAME, p);
         let environment = environment_entry(env, &dir, &mut files);
+        let pass_to_pass = output_of(flow, states, contract::ProjectTests::NAME, p)
+            .and_then(|t| serde_json::from_value::<contract::ProjectTests>(t.clone()).ok())
+            .map(|t| t.pass_to_pass);
         let mut tests = Vec::new();
         let comments: Vec<Value> = kept
             .iter()
             .filter_map(|&c| comment_entry(flow, states, c, &dir, &mut files, &mut tests))
+            .map(|mut entry| {
+                entry["pass_to_pass"] = json!(pass_to_pass);
+                entry
+            })
             .collect();
         let patch = pr.patch.clone().unwrap_or_default();
         facts.push(InstanceFacts { repo: pr.repo.clone(), modified_lines: modified_lines(&patch), tests });
@@ -176,6 +184,7 @@ fn comment_entry(
     let filter = output_of(flow, states, contract::FilterVerdict::NAME, c);
     let project =
         synthesis.and_then(|s| serde_json::from_value::<contract::ProjectTest>(s["project"].clone()).ok());
+    let project_node = project.as_ref().map(|p| p.node.clone());
     let root = format!("tests/{dir}/project");
     let test_path = synthesis.and_then(|s| s["test_file"].as_str()).map(|f| match project {
         Some(_) => format!("{root}/{f}"),
@@ -188,6 +197,20 @@ fn comment_entry(
         json!({"node": p.node, "root": root, "files": p.files.keys().collect::<Vec<_>>()})
     });
     let test = synthesis.and_then(|s| s["test"].as_str()).unwrap_or_default();
+    // The test's ids as pytest names them where it runs: a project test's node, or each test
+    // function of curate's file.
+    let fail_to_pass: Option<Vec<String>> =
+        synthesis.and_then(|s| s["test_file"].as_str()).map(|f| match project_node {
+            Some(node) => vec![node],
+            None => test_functions(test)
+                .into_iter()
+                .map(|t| match t.class {
+                    Some(class) => format!("{f}::{class}::{}", t.name),
+                    None => format!("{f}::{}", t.name),
+                })
+                .collect(),
+        });
+    let validation = output_of(flow, states, contract::Validation::NAME, c);
     if let Some(path) = &test_path {
         files.insert(path.clone(), test.as_bytes().to_vec());
         let kind = synthesis.and_then(|s| s["kind"].as_str()).unwrap_or("structural").to_string();
@@ -204,6 +227,8 @@ fn comment_entry(
         "kind": text(synthesis, "kind"),
         "written_by": synthesis.map(|s| s["written_by"].as_str().unwrap_or("model")),
         "project_test": project_test,
+        "fail_to_pass": fail_to_pass,
+        "regression": validation.map(|v| v["regression"].clone()),
     }))
 }
 
