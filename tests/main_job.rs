@@ -14,11 +14,23 @@ const NOWHERE: &str = "http://127.0.0.1:9/v1";
 
 /// Runs the main job from an empty state with no model server; returns its Markdown report.
 fn main_job(state: &str) -> String {
-    let out = curate_cmd(&root(), &["run", "pipelines/ccrab.yaml", "--state", state])
-        .env("CURATE_LLM_CACHE", "replay")
-        .env("OPENAI_BASE_URL", NOWHERE)
-        .output()
-        .unwrap();
+    let run = || {
+        curate_cmd(&root(), &["run", "pipelines/ccrab.yaml", "--state", state])
+            .env("CURATE_LLM_CACHE", "replay")
+            .env("OPENAI_BASE_URL", NOWHERE)
+            .output()
+            .unwrap()
+    };
+    let mut out = run();
+    // One sample test prints a token bucket's level, which depends on how fast the machine ran
+    // it, and that output goes back to the model: on a slow machine its feedback can miss the
+    // recorded answer. `curate run` retries errored tasks, so a second run redoes only that one; a
+    // prompt edited without recording its answers misses on both.
+    if out.status.code() == Some(1)
+        && format!("{}{}", stdout(&out), stderr(&out)).contains("no recorded answer")
+    {
+        out = run();
+    }
     assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
     let report = curate_cmd(&root(), &["report", "pipelines/ccrab.yaml", "--state", state]).output().unwrap();
     assert_eq!(report.status.code(), Some(0), "{}", stderr(&report));
