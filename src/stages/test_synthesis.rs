@@ -187,6 +187,17 @@ struct Synthesis {
     project_fixtures: bool,
 }
 
+/// The numbered choice's prompt, when the stage has one; it needs `from_observed`.
+fn observed_choice(ctx: &StageContext, config: &Config) -> Result<Option<Template>, ConfigError> {
+    match &config.observed_choice {
+        Some(path) if config.from_observed => {
+            Ok(Some(ctx.template("observed_choice", path, &CHOICE_PLACEHOLDERS)?))
+        }
+        Some(_) => Err(ConfigError::new("observed_choice", "needs `from_observed: true`")),
+        None => Ok(None),
+    }
+}
+
 pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
     let config: Config = parse_config(config)?;
     if config.max_attempts == 0 {
@@ -200,13 +211,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     }
     let prompt = ctx.template("prompt", &config.prompt, &PLACEHOLDERS)?;
     let feedback = ctx.template("feedback_prompt", &config.feedback_prompt, &FEEDBACK_PLACEHOLDERS)?;
-    let observed_choice = match &config.observed_choice {
-        Some(path) if config.from_observed => {
-            Some(ctx.template("observed_choice", path, &CHOICE_PLACEHOLDERS)?)
-        }
-        Some(_) => return Err(ConfigError::new("observed_choice", "needs `from_observed: true`")),
-        None => None,
-    };
+    let observed_choice = observed_choice(ctx, &config)?;
     let settings = ctx.llm.merged(&config.llm).settings();
     let llm =
         Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("llm", e.to_string()))?;
