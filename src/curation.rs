@@ -42,7 +42,11 @@ impl Plugins for Curation {
     }
 
     fn source(&self, kind: &str, config: &Mapping) -> Option<Result<Box<dyn Source>, ConfigError>> {
-        sources::build(kind, &sources::SourceContext { dir: &self.0.dir }, config)
+        sources::build(
+            kind,
+            &sources::SourceContext { dir: &self.0.dir, cache: &self.0.cache, mirrors: &self.0.mirrors },
+            config,
+        )
     }
 
     fn stage_kinds(&self) -> Vec<&'static str> {

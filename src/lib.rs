@@ -10,7 +10,9 @@ pub mod context;
 pub mod curation;
 pub mod environment;
 pub mod exec;
+
 pub mod export;
+pub mod github;
 pub mod llm;
 pub mod record;
 pub mod repo;

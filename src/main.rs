@@ -88,6 +88,18 @@ enum Command {
         #[command(flatten)]
         select: Select,
     },
+    /// Write what the pipeline's source yields as SWE-CARE JSONL: a `github` source's collection
+    /// (its answers are stored under the pipeline's cache, so a stopped collection resumes and a
+    /// second one asks GitHub nothing), to share it or read it again with a `swe-care` source.
+    Collect {
+        pipeline: PathBuf,
+        /// The JSONL file to write (replaced).
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// Treat any record the source had to skip as fatal.
+        #[arg(long)]
+        strict: bool,
+    },
     /// Remove the Docker containers a killed `curate run` of this state left behind (the next run
     /// does it too), listing them.
     Clean {
@@ -218,6 +230,7 @@ fn main() -> ExitCode {
         Command::Explain { pipeline, comment, select } => {
             commands::explain(&pipeline, &select.selection(false), comment.as_deref())
         }
+        Command::Collect { pipeline, out, strict } => commands::collect(&pipeline, &out, strict),
         Command::Export { pipeline, out, stage, select } => {
             commands::export(&pipeline, &select.selection(false), &out, stage.as_deref())
         }

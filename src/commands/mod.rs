@@ -7,6 +7,7 @@ use crate::engine::item::Dataset;
 use crate::engine::pipeline::Pipeline;
 use crate::errors::{Problem, SourceError, SpecError};
 
+mod collect;
 mod gold;
 mod images;
 mod inspect;
@@ -14,6 +15,7 @@ mod relevance;
 mod run;
 mod state;
 
+pub use collect::collect;
 pub use gold::{GoldOptions, gold};
 pub use images::images_bootstrap;
 pub use inspect::{GraphFormat, ReportFormat, clean, explain, export, graph, report, status, validate};

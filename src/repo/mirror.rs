@@ -228,6 +228,12 @@ impl Mirror {
         &self.path
     }
 
+    /// The commit where the histories of `a` and `b` part, as `git merge-base` finds it.
+    pub fn merge_base(&self, a: &str, b: &str) -> Result<String, RepoError> {
+        let (a, b) = (self.commit(a)?.id(), self.commit(b)?.id());
+        self.repo.merge_base(a, b).map(|oid| oid.to_string()).map_err(|e| self.git(e))
+    }
+
     /// The file's bytes at `commit`, or `None` if it does not exist there.
     pub fn file_at(&self, commit: &str, path: &str) -> Result<Option<Vec<u8>>, RepoError> {
         let tree = self.commit(commit)?.tree().map_err(|e| self.git(e))?;

@@ -2,13 +2,16 @@
 //! one line in [`REGISTRY`].
 
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_yaml::Mapping;
 
 pub use crate::engine::source::{Ingest, Source};
 use crate::errors::ConfigError;
+use crate::repo::Mirrors;
 
 pub mod benchmark;
+pub mod github;
 pub mod jsonl;
 pub mod lines;
 pub mod swe_care;
@@ -22,6 +25,7 @@ const REGISTRY: &[(&str, BuildFn)] = &[
     ("swe-care", swe_care::build),
     ("swe-prbench", swe_prbench::build),
     ("benchmark", benchmark::build),
+    ("github", github::build),
 ];
 
 pub fn kinds() -> impl Iterator<Item = &'static str> {
@@ -39,4 +43,8 @@ pub fn build(
 pub struct SourceContext<'a> {
     /// The pipeline file's directory: source paths are relative to it.
     pub dir: &'a Path,
+    /// The pipeline's cache directory (a collecting source stores its answers there).
+    pub cache: &'a Path,
+    /// The pipeline's repository mirrors.
+    pub mirrors: &'a Arc<Mirrors>,
 }

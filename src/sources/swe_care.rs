@@ -93,7 +93,7 @@ const MAPPED: &[&str] = &[
     "merged_patch",
 ];
 
-fn parse(file: &Path, bytes: &[u8]) -> Ingest {
+pub(crate) fn parse(file: &Path, bytes: &[u8]) -> Ingest {
     let mut ingest = Ingest::default();
     let mut seen: HashMap<String, usize> = HashMap::new();
     for Line { number, object } in json_lines(file, bytes, &mut ingest.problems) {
@@ -188,6 +188,61 @@ fn comment(i: usize, raw: Value) -> Result<ReviewComment, (String, String)> {
     })
 }
 
+/// Items back as SWE-CARE records, one a PR with its comments in order: what `curate collect`
+/// writes, so any source's PRs (a GitHub collection's above all) can be shared and read again by
+/// this source, which gives the same PR and comment records. The ids of comments are renumbered
+/// `<instance_id>#<n>` by their order.
+pub fn to_instances(items: &[Item]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for item in items.iter().filter(|i| i.scope == crate::engine::item::Scope::Pr) {
+        let Ok(pr) = serde_json::from_value::<PullRequest>(item.data.clone()) else { continue };
+        let mut comments: Vec<ReviewComment> = items
+            .iter()
+            .filter(|c| c.scope == crate::engine::item::Scope::Comment && c.pr == item.id)
+            .filter_map(|c| serde_json::from_value(c.data.clone()).ok())
+            .collect();
+        comments.sort_by_key(|c| c.index);
+        let mut instance = pr.extra.clone();
+        let mut to_review = Map::new();
+        to_review.insert("head_commit".into(), Value::String(pr.head_commit));
+        to_review.insert("patch_to_review".into(), pr.patch.map_or(Value::Null, Value::String));
+        if let Some(message) = instance.remove("head_commit_message") {
+            to_review.insert("head_commit_message".into(), message);
+        }
+        let comments: Vec<Value> = comments
+            .into_iter()
+            .map(|c| {
+                let mut raw = serde_json::json!({
+                    "text": c.text, "path": c.path, "diff_hunk": c.diff_hunk, "line": c.line,
+                    "start_line": c.start_line, "original_line": c.original_line,
+                    "original_start_line": c.original_start_line,
+                });
+                if let Some(by) = c.by_pr_author {
+                    raw["by_pr_author"] = Value::Bool(by);
+                }
+                raw
+            })
+            .collect();
+        let fields = [
+            ("instance_id", Value::String(item.id.clone())),
+            ("repo", Value::String(pr.repo)),
+            ("language", pr.language.map_or(Value::Null, Value::String)),
+            ("pull_number", pr.number.map_or(Value::Null, Value::from)),
+            ("title", Value::String(pr.title)),
+            ("body", Value::String(pr.body)),
+            ("created_at", pr.created_at.map_or(Value::Null, Value::String)),
+            ("base_commit", Value::String(pr.base_commit)),
+            ("commit_to_review", Value::Object(to_review)),
+            ("merged_commit", pr.fixed_commit.map_or(Value::Null, Value::String)),
+            ("merged_patch", pr.fixed_patch.map_or(Value::Null, Value::String)),
+            ("reference_review_comments", Value::Array(comments)),
+        ];
+        instance.extend(fields.into_iter().map(|(k, v)| (k.to_string(), v)));
+        out.push(Value::Object(instance));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,6 +281,25 @@ mod tests {
         assert_eq!(ingest.items[2].scope, Scope::Comment);
         let c: ReviewComment = serde_json::from_value(ingest.items[2].data.clone()).unwrap();
         assert_eq!((c.line, c.original_line, c.index), (None, Some(4), 2));
+    }
+
+    #[test]
+    fn records_written_back_read_as_the_same_items() {
+        let comments = json!([
+            {"text": "off by one", "path": "a.py", "diff_hunk": "@@ -1 +1 @@\n-x\n+y", "line": 1,
+             "start_line": null, "original_line": 1, "original_start_line": null, "by_pr_author": false},
+            {"text": "why?", "path": "b.py", "line": null, "original_line": 4}
+        ]);
+        let text = format!("{}\n{}\n", record("o__r-3", comments), record("o__r-4", json!([])));
+        let first = parse(Path::new("x.jsonl"), text.as_bytes());
+        let written: String = to_instances(&first.items).iter().map(|i| format!("{i}\n")).collect();
+        let second = parse(Path::new("y.jsonl"), written.as_bytes());
+        assert!(second.problems.is_empty(), "{:?}", second.problems);
+        let shape = |items: &[Item]| -> Vec<(String, String, Value)> {
+            items.iter().map(|i| (i.id.clone(), i.pr.clone(), i.data.clone())).collect()
+        };
+        assert_eq!(shape(&second.items), shape(&first.items));
+        assert_eq!(second.items.len(), 4);
     }
 
     #[test]

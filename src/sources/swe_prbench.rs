@@ -219,7 +219,9 @@ mod tests {
         std::fs::write(dir.path().join("annotations/d__1_human.json"), ann.to_string()).unwrap();
         let mut config = Mapping::new();
         config.insert("path".into(), "prs.jsonl".into());
-        let source = build(&SourceContext { dir: dir.path() }, &config).map_err(|e| e.message).unwrap();
+        let mirrors = std::sync::Arc::new(crate::repo::Mirrors::new("{repo}", dir.path(), dir.path()));
+        let ctx = SourceContext { dir: dir.path(), cache: dir.path(), mirrors: &mirrors };
+        let source = build(&ctx, &config).map_err(|e| e.message).unwrap();
         let ingest = source.load().unwrap();
         let ids: Vec<&str> = ingest.items.iter().map(|i| i.id.as_str()).collect();
         assert_eq!(ids, ["d__1", "d__1#c_1", "d__2"]);

@@ -5,6 +5,7 @@
 
 pub mod dockerd;
 pub mod durations;
+pub mod graphql;
 pub mod openai;
 pub mod registry;
 

@@ -83,6 +83,9 @@ pub enum SourceError {
     Read { file: PathBuf, error: std::io::Error },
     #[error("{} bad record(s) in the source and --strict is set; first: {first}", .count)]
     Strict { count: usize, first: Problem },
+    /// A source that collects its records (from an API) could not.
+    #[error("the `{kind}` source: {error}")]
+    Collect { kind: &'static str, error: Box<dyn std::error::Error + Send + Sync> },
 }
 
 /// The checkpoint store failed.
