@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use curate::commands::{self, GraphFormat, ReportFormat, RunOptions, Selection};
+use curate::commands::{self, ExportFormat, ExportOptions, GraphFormat, ReportFormat, RunOptions, Selection};
 use curate::engine::resources::{Resource, parse_override};
 use curate::report::progress::Mode;
 
@@ -85,6 +85,16 @@ enum Command {
         /// The stage whose kept comments make the benchmark (default: the last comment stage).
         #[arg(long)]
         stage: Option<String>,
+        /// swe-bench also writes swe-bench.jsonl: one instance a comment with `base_commit` (the
+        /// reviewed commit), `patch`, `test_patch`, `FAIL_TO_PASS`, `PASS_TO_PASS`,
+        /// `problem_statement` and its image, as SWE-bench-style harnesses read them.
+        #[arg(long, value_enum, default_value_t = ExportFormat::Curate)]
+        format: ExportFormat,
+        /// Then run every SWE-bench-style instance in its image as a harness would (apply
+        /// `test_patch`, run `FAIL_TO_PASS` and `PASS_TO_PASS` without and with `patch`); exits 1
+        /// unless the reviewed code fails and the fix passes in every one.
+        #[arg(long)]
+        check: bool,
         #[command(flatten)]
         select: Select,
     },
@@ -231,8 +241,9 @@ fn main() -> ExitCode {
             commands::explain(&pipeline, &select.selection(false), comment.as_deref())
         }
         Command::Collect { pipeline, out, strict } => commands::collect(&pipeline, &out, strict),
-        Command::Export { pipeline, out, stage, select } => {
-            commands::export(&pipeline, &select.selection(false), &out, stage.as_deref())
+        Command::Export { pipeline, out, stage, format, check, select } => {
+            let options = ExportOptions { out, stage, format, check };
+            commands::export(&pipeline, &select.selection(false), &options)
         }
         Command::Validate { pipeline } => commands::validate(&pipeline),
         Command::Clean { pipeline, select } => commands::clean(&pipeline, &select.selection(false)),

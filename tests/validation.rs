@@ -11,7 +11,7 @@ use std::process::Command;
 
 use common::durations::*;
 use common::openai::{Reply, Server};
-use common::{Scratch, docker_or_skip, root, stderr};
+use common::{Scratch, docker_or_skip, root, stderr, stdout};
 use serde_json::Value;
 
 /// The fix of comment 1, as search/replace edits.
@@ -195,6 +195,37 @@ fn an_agent_guided_by_the_comment_must_make_the_hidden_test_pass() {
         comments[0]["fail_to_pass"],
         serde_json::json!([format!("{file}::test_fractions_are_rounded")])
     );
+    // The same benchmark as SWE-bench-style instances, run the way a harness runs them: the
+    // reviewed commit with test_patch fails FAIL_TO_PASS, and passes it with patch applied too.
+    let args =
+        ["export", "p.yaml", "--out", "bench3", "--stage", "validate", "--format", "swe-bench", "--check"];
+    let swe = s.curate(&args);
+    assert_eq!(swe.status.code(), Some(0), "{}\n{}", stdout(&swe), stderr(&swe));
+    assert!(
+        stdout(&swe).contains("1 of 1 instance(s) fail without `patch` and pass with it"),
+        "{}",
+        stdout(&swe)
+    );
+    let harness: Vec<Value> =
+        s.read("bench3/swe-bench.jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(harness.len(), 1);
+    let h = &harness[0];
+    assert_eq!(h["base_commit"], instances[0]["head_commit"]);
+    assert_eq!(h["environment_setup_commit"], instances[0]["head_commit"]);
+    assert_eq!(
+        h["FAIL_TO_PASS"],
+        serde_json::json!([format!("curate_tests/{file}::test_fractions_are_rounded")])
+    );
+    let test_patch = h["test_patch"].as_str().unwrap();
+    assert!(test_patch.contains(&format!("+++ b/curate_tests/{file}")), "{test_patch}");
+    let patch = h["patch"].as_str().unwrap();
+    assert!(patch.contains("+    return round(total)") || patch.contains("round("), "{patch}");
+    assert!(!patch.contains("+++ b/tests/"), "the fix's test side is in test_patch: {patch}");
+    let statement = h["problem_statement"].as_str().unwrap();
+    assert!(statement.contains(comments[0]["text"].as_str().unwrap()), "{statement}");
+    // A harness and the curate layout name the same test.
+    assert_eq!(s.read(&format!("bench3/{test_path}")), BEHAVIOURAL);
+
     let dockerfile = instances[0]["environment"]["dockerfiles"]["instance"].as_str().unwrap();
     assert!(s.path(&format!("bench1/{dockerfile}")).exists(), "{dockerfile}");
     let stats: Value = serde_json::from_str(&s.read("bench1/stats.json")).unwrap();

@@ -192,28 +192,6 @@ impl Sections {
     }
 }
 
-pub fn export(path: &Path, sel: &Selection, out: &Path, stage: Option<&str>) -> Result<u8, Failure> {
-    let loaded = load(path, sel)?;
-    let records = store::load(&loaded.state_dir).context("reading the state")?;
-    let flow = Flow::new(&loaded.pipeline, &loaded.data);
-    let states = walk::walk(&flow, &records);
-    let last = export::final_stage(&flow, stage).map_err(anyhow::Error::from)?;
-    let funnel = report::funnel::funnel(&flow, &states, &records, loaded.problems.len());
-    if !funnel.complete {
-        eprintln!("warning: the run is incomplete (tasks errored or still to run); exporting what is done");
-    }
-    let bench = export::assemble(&flow, &states, last);
-    export::write(&bench, out).map_err(anyhow::Error::from)?;
-    println!(
-        "exported {} instance(s) and {} test(s) from stage `{}` to {}",
-        bench.stats.instances,
-        bench.stats.tests.total,
-        loaded.pipeline.stages[last].id,
-        out.display()
-    );
-    Ok(exit::OK)
-}
-
 /// Removes the containers a killed run of this state left behind, listing them. Holds the state's
 /// lock while it does, so it never touches a live run's containers.
 pub fn clean(path: &Path, sel: &Selection) -> Result<u8, Failure> {

@@ -8,6 +8,7 @@ use crate::engine::pipeline::Pipeline;
 use crate::errors::{Problem, SourceError, SpecError};
 
 mod collect;
+mod export;
 mod gold;
 mod images;
 mod inspect;
@@ -16,9 +17,10 @@ mod run;
 mod state;
 
 pub use collect::collect;
+pub use export::{ExportFormat, ExportOptions, SWE_BENCH_FILE, export};
 pub use gold::{GoldOptions, gold};
 pub use images::images_bootstrap;
-pub use inspect::{GraphFormat, ReportFormat, clean, explain, export, graph, report, status, validate};
+pub use inspect::{GraphFormat, ReportFormat, clean, explain, graph, report, status, validate};
 pub use relevance::relevance;
 pub use run::{RunOptions, run};
 pub use state::{state_check, state_repair};

@@ -5,6 +5,7 @@
 //! everything is ordered, and nothing depends on the time or the machine.
 
 pub mod stats;
+pub mod swe_bench;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

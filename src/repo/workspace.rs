@@ -133,9 +133,55 @@ pub fn apply_patch(dir: &Path, patch: &str) -> Result<(), RepoError> {
     repo.apply(&diff, git2::ApplyLocation::WorkDir, None).map_err(|e| git(dir, e))
 }
 
+/// A unified diff that turns `old` (`None`: no such file) into `new` at `path`, as `git apply`
+/// takes it; empty when they are the same.
+pub fn file_diff(path: &str, old: Option<&[u8]>, new: &[u8]) -> Result<String, RepoError> {
+    let Some(old) = old else { return Ok(new_file_diff(path, &String::from_utf8_lossy(new))) };
+    if old == new {
+        return Ok(String::new());
+    }
+    let failed = |e: git2::Error| RepoError::Git { repo: path.to_string(), error: e.message().to_string() };
+    let mut patch = git2::Patch::from_buffers(old, Some(Path::new(path)), new, Some(Path::new(path)), None)
+        .map_err(failed)?;
+    let text = patch.to_buf().map_err(failed)?;
+    Ok(String::from_utf8_lossy(&text).into_owned())
+}
+
+/// The diff that makes file `path` with `text`, with git's headers for a new file.
+fn new_file_diff(path: &str, text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = format!(
+        "diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{} @@\n",
+        lines.len()
+    );
+    for line in &lines {
+        out.push('+');
+        out.push_str(line);
+        out.push('\n');
+    }
+    if !text.is_empty() && !text.ends_with('\n') {
+        out.push_str("\\ No newline at end of file\n");
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_diff_applies_to_the_old_file_or_makes_a_new_one() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.py"), "x = 1\ny = 2\n").unwrap();
+        init_baseline(dir.path()).unwrap();
+        let edit = file_diff("a.py", Some(b"x = 1\ny = 2\n"), b"x = 1\ny = 3\n").unwrap();
+        let new = file_diff("t/test_a.py", None, b"def test_a():\n    pass\n").unwrap();
+        assert!(new.contains("new file mode") && new.contains("--- /dev/null"), "{new}");
+        apply_patch(dir.path(), &format!("{edit}{new}")).unwrap();
+        assert_eq!(std::fs::read_to_string(dir.path().join("a.py")).unwrap(), "x = 1\ny = 3\n");
+        assert!(std::fs::read_to_string(dir.path().join("t/test_a.py")).unwrap().starts_with("def test_a"));
+        assert_eq!(file_diff("a.py", Some(b"same"), b"same").unwrap(), "");
+    }
 
     #[test]
     fn the_diff_shows_edits_and_new_files_against_the_baseline() {
