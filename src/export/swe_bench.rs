@@ -40,12 +40,14 @@ pub struct Instance {
     pub test_patch: String,
     pub problem_statement: String,
     pub hints_text: String,
-    pub created_at: Option<String>,
+    pub created_at: String,
     pub version: String,
     pub environment_setup_commit: String,
-    #[serde(rename = "FAIL_TO_PASS")]
+    /// Written as a JSON-encoded list, as SWE-bench's own instances have them (its
+    /// `SWEbenchInstance` types both `str`); read as either.
+    #[serde(rename = "FAIL_TO_PASS", with = "json_list")]
     pub fail_to_pass: Vec<String>,
-    #[serde(rename = "PASS_TO_PASS")]
+    #[serde(rename = "PASS_TO_PASS", with = "json_list")]
     pub pass_to_pass: Vec<String>,
     /// The image the tests run in (`/repo` holds the repository), and how.
     pub image_name: String,
@@ -76,6 +78,28 @@ pub enum HarnessError {
     Scratch(std::io::Error),
     #[error(transparent)]
     Exec(#[from] ExecError),
+}
+
+/// A list of test ids as SWE-bench writes it: the JSON text of the list.
+mod json_list {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(list: &[String], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&serde_json::to_string(list).map_err(serde::ser::Error::custom)?)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either {
+            Text(String),
+            List(Vec<String>),
+        }
+        match Either::deserialize(d)? {
+            Either::Text(text) => serde_json::from_str(&text).map_err(serde::de::Error::custom),
+            Either::List(list) => Ok(list),
+        }
+    }
 }
 
 /// A comment kept that gave no instance, and why.
@@ -146,7 +170,7 @@ fn instance(
         test_patch,
         problem_statement: problem_statement(pr, &comment),
         hints_text: String::new(),
-        created_at: pr.created_at.clone(),
+        created_at: pr.created_at.clone().unwrap_or_default(),
         version: pinned.unwrap_or("0").to_string(),
         environment_setup_commit: pr.head_commit.clone(),
         fail_to_pass,
@@ -328,6 +352,22 @@ mod tests {
     use super::*;
 
     const DIFF: &str = "diff --git a/pkg/a.py b/pkg/a.py\n--- a/pkg/a.py\n+++ b/pkg/a.py\n@@ -1 +1 @@\n-x\n+y\ndiff --git a/tests/test_a.py b/tests/test_a.py\n--- a/tests/test_a.py\n+++ b/tests/test_a.py\n@@ -1 +1 @@\n-t\n+u\n";
+
+    #[test]
+    fn test_ids_are_written_as_swe_bench_writes_them_and_read_either_way() {
+        let text = r#"{"instance_id": "o__r-1_2", "repo": "o/r", "base_commit": "b", "patch": "", "test_patch": "",
+            "problem_statement": "p", "hints_text": "", "created_at": "", "version": "0",
+            "environment_setup_commit": "b", "FAIL_TO_PASS": "[\"t.py::test_a\"]", "PASS_TO_PASS": ["t.py::test_b"],
+            "image_name": "i", "test_cmd": "c", "pr_instance": "o__r-1", "comment": "o__r-1#2"}"#;
+        let instance: Instance = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            (instance.fail_to_pass.as_slice(), instance.pass_to_pass.as_slice()),
+            (&["t.py::test_a".to_string()][..], &["t.py::test_b".to_string()][..])
+        );
+        let written = serde_json::to_value(&instance).unwrap();
+        assert_eq!(written["FAIL_TO_PASS"], "[\"t.py::test_a\"]");
+        assert_eq!(written["PASS_TO_PASS"], "[\"t.py::test_b\"]");
+    }
 
     #[test]
     fn the_test_side_is_cut_out_of_the_fix() {
