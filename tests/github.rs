@@ -380,3 +380,31 @@ fn errors_say_what_to_fix_and_ask_for_nothing_without_a_token() {
         stderr(&validate)
     );
 }
+
+#[test]
+fn a_second_token_is_used_when_the_first_runs_low_and_nothing_waits() {
+    let s = Scratch::new();
+    let c = Arc::new(repository(&s));
+    let seen = c.clone();
+    let server = Server::responding(move |request, _| github(&seen, request, true));
+    pipeline(&s, &server.url, "o/r");
+    let out = collect(&s, "t1, t2");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("rate limit is spent"), "{}", stderr(&out));
+    let tokens: Vec<String> = server.requests().iter().map(|r| r.authorization.clone()).collect();
+    let low = server
+        .requests()
+        .iter()
+        .position(|r| r.query().contains("search(") && r.variables()["after"].is_null())
+        .unwrap();
+    // A token not yet used counts as full, so each is tried; the one left low then rests.
+    assert!(
+        tokens.contains(&"bearer t1".to_string()) && tokens.contains(&"bearer t2".to_string()),
+        "{tokens:?}"
+    );
+    let rested = &tokens[low];
+    assert!(
+        tokens[low + 1..].iter().all(|t| t != rested),
+        "after the answer that left {rested} low: {tokens:?}"
+    );
+}
