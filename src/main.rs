@@ -167,6 +167,17 @@ enum Command {
     },
 }
 
+/// A command that only prints ends, as Unix tools do, when what reads its output stops reading
+/// (`curate status | head -1`), instead of panicking on the failed write. A run keeps Rust's
+/// default: its state is written whatever becomes of its output.
+fn end_quietly_on_a_closed_pipe() {
+    // SAFETY: restores the default action of one signal before any thread is started; no handler
+    // of the program's own is replaced.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 #[derive(Subcommand)]
 enum State {
     /// Run SQLite's integrity check on the state database; exits 1 when it is damaged.
@@ -224,6 +235,9 @@ impl Select {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Run { .. }) {
+        end_quietly_on_a_closed_pipe();
+    }
     let result = match cli.command {
         Command::Run { pipeline, select, concurrency, strict, progress } => {
             let opts = RunOptions {

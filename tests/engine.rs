@@ -483,3 +483,29 @@ fn the_funnel_counts_prs_that_have_a_comment_and_an_instance_pipeline_counts_ins
     assert!(report.contains("| Stage | Instances | Rejected | Errored | Pending |"), "{report}");
     assert!(report.contains("| Initial dataset | 2 | 0 | 0 | 0 |"), "{report}");
 }
+
+#[test]
+fn a_command_whose_reader_stops_reading_ends_without_a_panic() {
+    let s = Scratch::new();
+    s.items("items.jsonl", 30);
+    s.write(
+        "p.yaml",
+        "name: pipe\nsource: {kind: jsonl, path: items.jsonl}\nstages:\n  - id: a\n    kind: noop\n",
+    );
+    for args in [&["status", "p.yaml"][..], &["graph", "p.yaml"], &["report", "p.yaml"]] {
+        let mut child = curate_cmd(s.dir.path(), args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before the first line is written.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = stderr(&out);
+        assert!(
+            !err.contains("panicked") && out.status.code() != Some(101),
+            "{args:?}: {:?} {err}",
+            out.status
+        );
+    }
+}
