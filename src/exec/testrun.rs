@@ -80,19 +80,36 @@ pub fn tree_files(dir: &Path) -> Result<Vec<(String, Vec<u8>)>, ExecError> {
     Ok(files)
 }
 
-/// Reads pytest's exit code and output.
-pub fn classify(exit_code: Option<i64>, timed_out: bool, output: &str) -> Verdict {
-    if timed_out {
-        return Verdict::Timeout;
-    }
-    let fork_failed = [
+/// Whether the output shows a fork or a thread refused at the sandbox's process limit.
+fn fork_failed(output: &str) -> bool {
+    [
         "Cannot fork",
         "BlockingIOError: [Errno 11] Resource temporarily unavailable",
         "can't start new thread",
     ]
     .iter()
-    .any(|m| output.contains(m));
-    if exit_code.is_some_and(|c| c != 0) && fork_failed {
+    .any(|m| output.contains(m))
+}
+
+/// A run's verdict from what the container said: killed for memory (its OOM flag, unless the
+/// output shows forks refused at the process limit: a fork bomb fills memory too, and the limit is
+/// what stopped it), else what pytest's exit code and output say.
+pub fn verdict(oom_killed: bool, exit_code: Option<i64>, timed_out: bool, output: &str) -> Verdict {
+    if oom_killed && !timed_out && !fork_failed(output) {
+        Verdict::OutOfMemory
+    } else if oom_killed && !timed_out {
+        Verdict::TooManyProcesses
+    } else {
+        classify(exit_code, timed_out, output)
+    }
+}
+
+/// Reads pytest's exit code and output.
+pub fn classify(exit_code: Option<i64>, timed_out: bool, output: &str) -> Verdict {
+    if timed_out {
+        return Verdict::Timeout;
+    }
+    if exit_code.is_some_and(|c| c != 0) && fork_failed(output) {
         return Verdict::TooManyProcesses;
     }
     match exit_code {
@@ -310,11 +327,7 @@ async fn run_pytest(
     let (output, per_node): (_, BTreeMap<String, BTreeMap<String, Vec<u64>>>) =
         split_packed(&output, TRACED_PER_TEST);
     let (output, outcomes) = split_packed(&output, OUTCOMES);
-    let verdict = if r.oom_killed && !r.timed_out {
-        Verdict::OutOfMemory
-    } else {
-        classify(r.exit_code, r.timed_out, &output)
-    };
+    let verdict = verdict(r.oom_killed, r.exit_code, r.timed_out, &output);
     let run = TestRun { verdict, exit_code: r.exit_code, output, wrote, seconds: r.duration.as_secs_f64() };
     let per_node = per_node.into_iter().map(|(node, files)| (node, relative(files))).collect();
     Ok(Ran { run, traced, per_node, outcomes })
@@ -526,6 +539,16 @@ mod tests {
             Verdict::TooManyProcesses
         );
         assert!(Verdict::Assertion.is_test_failure() && !Verdict::SyntaxError.is_test_failure());
+    }
+
+    #[test]
+    fn a_fork_bomb_that_also_filled_memory_is_a_fork_bomb() {
+        let forks = "E   BlockingIOError: [Errno 11] Resource temporarily unavailable\n1 failed";
+        assert_eq!(verdict(true, Some(137), false, forks), Verdict::TooManyProcesses);
+        assert_eq!(verdict(true, Some(137), false, "Killed"), Verdict::OutOfMemory);
+        assert_eq!(verdict(true, None, true, forks), Verdict::Timeout);
+        assert_eq!(verdict(false, Some(1), false, forks), Verdict::TooManyProcesses);
+        assert_eq!(verdict(false, Some(0), false, "1 passed"), Verdict::Passed);
     }
 
     #[test]
