@@ -122,7 +122,7 @@ impl StageContext<'_> {
     /// `known` placeholders; errors name the config `key`.
     pub fn template(&self, key: &str, path: &Path, known: &[&str]) -> Result<Template, ConfigError> {
         let full = self.dir.join(path);
-        let text = std::fs::read_to_string(&full)
+        let text = crate::engine::files::read_regular_text(&full, crate::engine::files::MAX_CONFIG_BYTES)
             .map_err(|e| ConfigError::new(key, format!("cannot read {}: {e}", full.display())))?;
         Template::parse(&text, known).map_err(|e| ConfigError::new(key, e))
     }

@@ -509,3 +509,39 @@ fn a_command_whose_reader_stops_reading_ends_without_a_panic() {
         );
     }
 }
+
+#[test]
+fn a_fifo_or_a_device_named_as_a_pipeline_or_an_input_is_refused_at_once() {
+    let s = Scratch::new();
+    s.items("items.jsonl", 1);
+    let fifo = s.path("p.fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let with_input = |input: &str| {
+        format!(
+            "name: f\nsource: {{kind: jsonl, path: items.jsonl}}\nstages:\n  - id: a\n    kind: exec\n    command: 'true'\n    inputs: [{input}]\n"
+        )
+    };
+    s.write("zero.yaml", &with_input("/dev/zero"));
+    s.write("fifo.yaml", &with_input("p.fifo"));
+    for (pipeline, says) in
+        [("p.fifo", "not a regular file"), ("zero.yaml", "/dev/zero"), ("fifo.yaml", "p.fifo")]
+    {
+        let mut child = curate_cmd(s.dir.path(), &["validate", pipeline])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > Duration::from_secs(20) {
+                child.kill().unwrap();
+                panic!("`curate validate {pipeline}` hangs");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{pipeline}: {err}");
+        assert!(err.contains(says) && err.contains("not a regular file"), "{pipeline}: {err}");
+    }
+}

@@ -82,13 +82,9 @@ pub fn tree_files(dir: &Path) -> Result<Vec<(String, Vec<u8>)>, ExecError> {
 
 /// Whether the output shows a fork or a thread refused at the sandbox's process limit.
 fn fork_failed(output: &str) -> bool {
-    [
-        "Cannot fork",
-        "BlockingIOError: [Errno 11] Resource temporarily unavailable",
-        "can't start new thread",
-    ]
-    .iter()
-    .any(|m| output.contains(m))
+    ["Cannot fork", "BlockingIOError: [Errno 11] Resource temporarily unavailable", "can't start new thread"]
+        .iter()
+        .any(|m| output.contains(m))
 }
 
 /// A run's verdict from what the container said: killed for memory (its OOM flag, unless the

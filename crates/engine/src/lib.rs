@@ -16,10 +16,12 @@
 //!   [`repair`] checks it and rebuilds a damaged one from the rows it can still read;
 //! - [`scheduler`]: runs ready tasks under per-resource limits and emits [`events`];
 //! - [`walk`]: the same flow, read-only over the store, for `status` and `report`;
-//! - [`errors`]: every error the engine reports, each naming the file, key or item.
+//! - [`errors`]: every error the engine reports, each naming the file, key or item;
+//! - [`files`]: the files a pipeline names read only when regular, and only up to a size.
 
 pub mod errors;
 pub mod events;
+pub mod files;
 pub mod flow;
 pub mod graph;
 pub mod item;

@@ -52,7 +52,7 @@ pub struct Pipeline {
 impl Pipeline {
     /// Reads the pipeline file's text, or says why it cannot.
     pub fn read(file: &Path) -> Result<String, SpecError> {
-        std::fs::read_to_string(file).map_err(|e| SpecError {
+        crate::files::read_regular_text(file, crate::files::MAX_CONFIG_BYTES).map_err(|e| SpecError {
             file: file.to_path_buf(),
             position: None,
             key: None,
@@ -305,7 +305,7 @@ fn plan_stage(
     let named = built.files.iter().map(|f| (f, "")).chain(spec.inputs.iter().map(|f| (f, "inputs")));
     for (name, key) in named {
         let path = dir.join(name);
-        let bytes = std::fs::read(&path).map_err(|e| {
+        let bytes = crate::files::read_regular(&path, crate::files::MAX_CONFIG_BYTES).map_err(|e| {
             let key = if key.is_empty() { format!("stages[{i}]") } else { format!("stages[{i}].{key}") };
             err(key, format!("stage `{}`: cannot read {}: {e}", spec.id, path.display()))
         })?;
