@@ -79,6 +79,37 @@ fn the_main_pipeline_replays_the_recorded_model_answers() {
     let table = stats.split_once("| Statistic").map(|(_, t)| t).unwrap();
     assert!(report.contains(table), "{stats}\n{report}");
 
+    // The same tests as SWE-bench-style instances, each run as a harness would: every one fails on
+    // the reviewed code with its test_patch and passes with the fix's patch too.
+    let swe = out.path().join("swe-bench");
+    let export = curate_cmd(
+        &root(),
+        &[
+            "export",
+            "pipelines/ccrab.yaml",
+            "--state",
+            state,
+            "--stage",
+            "tests",
+            "--out",
+            swe.to_str().unwrap(),
+            "--format",
+            "swe-bench",
+            "--check",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(export.status.code(), Some(0), "{}\n{}", stdout(&export), stderr(&export));
+    let tests = report.split("| Converting NL Comments to Tests |").nth(1).and_then(|r| r.split('|').nth(1));
+    let tests = tests.map(str::trim).unwrap_or_default();
+    assert!(
+        stdout(&export)
+            .contains(&format!("{tests} of {tests} instance(s) fail without `patch` and pass with it")),
+        "{}",
+        stdout(&export)
+    );
+
     // The review tools scored on the tests the model wrote (pipelines/eval.yaml, pointed at an
     // export of the `tests` stage: the local model's agent validates none of them): Table 5
     // exactly as the run with the local model printed it.
