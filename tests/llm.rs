@@ -63,6 +63,18 @@ async fn server_errors_dropped_connections_and_malformed_bodies_are_retried() {
 }
 
 #[tokio::test]
+async fn an_endless_answer_is_cut_off_with_the_reason_and_not_recorded() {
+    let server = Server::start(vec![], Some(Reply::Answer("x".repeat(1100 << 10))));
+    let dir = tempfile::tempdir().unwrap();
+    let llm = client(&server, dir.path(), CacheMode::Readwrite, |_| {});
+    let err = ask(&llm, "d").await.unwrap_err().to_string();
+    assert!(err.contains("passed 1 MiB"), "{err}");
+    assert_eq!(server.calls(), 1, "a server that answers without end is not asked again");
+    let recorded = std::fs::read_dir(dir.path()).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(recorded, 0, "nothing is recorded");
+}
+
+#[tokio::test]
 async fn persistent_failures_become_an_error_after_the_retries() {
     let server = Server::start(vec![], Some(error(500)));
     let dir = tempfile::tempdir().unwrap();

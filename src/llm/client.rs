@@ -197,6 +197,12 @@ impl Llm {
                 Ok(Some(Err(e))) => return Err(Miss::of(&e)),
                 Ok(Some(Ok(chunk))) => streamed.add(chunk),
             }
+            if streamed.text.len() > MAX_ANSWER_BYTES {
+                return Err(Miss::Fail(format!(
+                    "the answer passed {} MiB before it ended; no answer of a chat model within its max_tokens is that long, so the server at base_url is not behaving as one",
+                    MAX_ANSWER_BYTES >> 20
+                )));
+            }
         }
         // A proxy's page in place of events, or a connection cut between two events.
         if streamed.finish.is_none() {
@@ -205,6 +211,10 @@ impl Llm {
         Ok(streamed)
     }
 }
+
+/// The longest answer read: far beyond any `max_tokens` a stage asks for, short of what fills memory
+/// or the state database.
+const MAX_ANSWER_BYTES: usize = 1 << 20;
 
 /// Why a try gave no answer, and whether another may.
 enum Miss {
