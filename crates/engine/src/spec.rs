@@ -169,10 +169,16 @@ const DATA_ERRORS: [&str; 7] = [
     "duplicate",
 ];
 
-/// The field a "duplicate field `x`" message names.
+/// The field a duplicate's message names: "duplicate field `x`" for a key of a typed struct,
+/// `duplicate entry with key "x"` for one of a mapping kept as it is (a stage's or the source's
+/// own settings, and anything under them).
 fn duplicated(message: &str) -> Option<&str> {
-    let rest = &message[message.find("duplicate field `")? + "duplicate field `".len()..];
-    rest.split('`').next()
+    for (open, close) in [("duplicate field `", '`'), ("duplicate entry with key \"", '"')] {
+        if let Some(at) = message.find(open) {
+            return message[at + open.len()..].split(close).next();
+        }
+    }
+    None
 }
 
 /// Where `field:` occurs a second time at the indentation of its first occurrence at or after line
@@ -237,6 +243,14 @@ mod tests {
         assert_eq!(e.position.map(|p| (p.line, p.column)), Some((3, 1)), "{e}");
         let e = parse(&format!("{head}stages:\n  - id: a\n    needs: a\n    needs: b\n")).unwrap_err();
         assert_eq!(e.position.map(|p| (p.line, p.column)), Some((6, 5)), "{e}");
+        // In a mapping kept as it is (a stage's settings, the source's), at the duplicate too.
+        let nested = "name: x\nsource:\n  kind: jsonl\n  path: a.jsonl\n  path: b.jsonl\nstages: []\n";
+        let e = parse(nested).unwrap_err();
+        assert_eq!(e.position.map(|p| (p.line, p.column)), Some((5, 3)), "{e}");
+        let stage =
+            format!("{head}stages:\n  - id: a\n    kind: exec\n    timeout_secs: 3\n    timeout_secs: 4\n");
+        let e = parse(&stage).unwrap_err();
+        assert_eq!(e.position.map(|p| (p.line, p.column)), Some((7, 5)), "{e}");
     }
 
     #[test]
