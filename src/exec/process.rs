@@ -28,6 +28,118 @@ pub enum HostError {
     Start { command: String, error: std::io::Error },
     #[error("`{command}` ran past its {secs} s limit and was killed")]
     Timeout { command: String, secs: u64 },
+    #[error("`{command}` printed more than {} MiB on {stream} and was killed", limit >> 20)]
+    TooMuch { command: String, stream: &'static str, limit: usize },
+}
+
+/// The most a host command may print on each of stdout and stderr.
+pub const OUTPUT_LIMIT: usize = 16 << 20;
+/// How long the pipes are read after the command has exited: a process it started in a session of
+/// its own (`setsid`) may hold them open for as long as it lives.
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// What a finished command printed, each stream up to [`OUTPUT_LIMIT`].
+pub struct Captured {
+    pub exit_code: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// Why [`capture`] has no output to give.
+#[derive(Debug)]
+pub enum CaptureError {
+    Timeout,
+    TooMuch(&'static str),
+    Wait(std::io::Error),
+}
+
+type Buffer = std::sync::Arc<std::sync::Mutex<Vec<u8>>>;
+
+/// Reads `pipe` into `buffer` until its end, or until it holds more than `limit`, which is said on
+/// `over`.
+fn read_into(
+    pipe: Option<impl tokio::io::AsyncRead + Unpin + Send + 'static>,
+    buffer: Buffer,
+    limit: usize,
+    over: tokio::sync::mpsc::Sender<&'static str>,
+    stream: &'static str,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        use tokio::io::AsyncReadExt;
+        let Some(mut pipe) = pipe else { return };
+        let mut chunk = vec![0u8; 64 << 10];
+        while let Ok(n) = pipe.read(&mut chunk).await {
+            if n == 0 {
+                return;
+            }
+            let mut held = buffer.lock().unwrap_or_else(|e| e.into_inner());
+            held.extend_from_slice(&chunk[..n]);
+            if held.len() > limit {
+                held.truncate(limit);
+                let _ = over.try_send(stream);
+                return;
+            }
+        }
+    })
+}
+
+/// Waits for `child` (started in a process group of its own, stdout and stderr piped) with its
+/// input written from `stdin`: killed with its group past `timeout` or once a stream passes
+/// `limit`; after it exits its pipes are read for [`DRAIN`] more at most, so a descendant that
+/// keeps them open does not hold the caller.
+pub async fn capture(
+    mut child: tokio::process::Child,
+    stdin: Option<Vec<u8>>,
+    timeout: Option<Duration>,
+    limit: usize,
+) -> Result<Captured, CaptureError> {
+    if let (Some(mut pipe), Some(bytes)) = (child.stdin.take(), stdin) {
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            // A command that does not read its input closes the pipe early; that is fine.
+            let _ = pipe.write_all(&bytes).await;
+        });
+    }
+    let (out, err) = (Buffer::default(), Buffer::default());
+    let (over_tx, mut over) = tokio::sync::mpsc::channel(2);
+    let readers = [
+        read_into(child.stdout.take(), out.clone(), limit, over_tx.clone(), "stdout"),
+        read_into(child.stderr.take(), err.clone(), limit, over_tx, "stderr"),
+    ];
+    let pgid = child.id();
+    let kill = || {
+        if let Some(pgid) = pgid {
+            kill_group(pgid);
+        }
+    };
+    let deadline = async {
+        match timeout {
+            Some(t) => tokio::time::sleep(t).await,
+            None => std::future::pending().await,
+        }
+    };
+    let status = tokio::select! {
+        status = child.wait() => status.map_err(CaptureError::Wait)?,
+        Some(stream) = over.recv() => {
+            kill();
+            return Err(CaptureError::TooMuch(stream));
+        }
+        () = deadline => {
+            kill();
+            return Err(CaptureError::Timeout);
+        }
+    };
+    for reader in readers {
+        let abort = reader.abort_handle();
+        if tokio::time::timeout(DRAIN, reader).await.is_err() {
+            abort.abort();
+        }
+    }
+    if let Ok(stream) = over.try_recv() {
+        return Err(CaptureError::TooMuch(stream));
+    }
+    let take = |b: &Buffer| std::mem::take(&mut *b.lock().unwrap_or_else(|e| e.into_inner()));
+    Ok(Captured { exit_code: status.code(), stdout: take(&out), stderr: take(&err) })
 }
 
 /// Runs `command` with `sh -c` in `dir`, with `env` added, killing its group after `timeout`.
@@ -50,19 +162,61 @@ pub async fn run_shell(
         cmd.env(k, v);
     }
     let child = cmd.spawn().map_err(|error| HostError::Start { command: command.into(), error })?;
-    let pgid = child.id();
-    match tokio::time::timeout(timeout, child.wait_with_output()).await {
-        Ok(Ok(out)) => Ok(HostOutput {
-            exit_code: out.status.code(),
+    match capture(child, None, Some(timeout), OUTPUT_LIMIT).await {
+        Ok(out) => Ok(HostOutput {
+            exit_code: out.exit_code,
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         }),
-        Ok(Err(error)) => Err(HostError::Start { command: command.into(), error }),
-        Err(_) => {
-            if let Some(pgid) = pgid {
-                kill_group(pgid);
-            }
+        Err(CaptureError::Wait(error)) => Err(HostError::Start { command: command.into(), error }),
+        Err(CaptureError::Timeout) => {
             Err(HostError::Timeout { command: command.into(), secs: timeout.as_secs() })
         }
+        Err(CaptureError::TooMuch(stream)) => {
+            Err(HostError::TooMuch { command: command.into(), stream, limit: OUTPUT_LIMIT })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn shell(command: &str) -> tokio::process::Child {
+        tokio::process::Command::new("sh")
+            .args(["-c", command])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0)
+            .spawn()
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn endless_output_is_cut_at_the_limit_and_the_command_killed() {
+        let started = Instant::now();
+        let got = capture(shell("yes curate"), None, None, 1 << 20).await;
+        assert!(matches!(got, Err(CaptureError::TooMuch("stdout"))), "{:?}", got.err());
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[tokio::test]
+    async fn a_detached_descendant_holding_the_pipes_does_not_hold_the_caller() {
+        let started = Instant::now();
+        let got = capture(shell("setsid sleep 20 & echo '{\"ok\": 1}'"), None, None, 1 << 20).await.unwrap();
+        assert_eq!(String::from_utf8_lossy(&got.stdout), "{\"ok\": 1}\n");
+        assert_eq!(got.exit_code, Some(0));
+        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    }
+
+    #[tokio::test]
+    async fn input_goes_in_and_a_slow_command_times_out() {
+        let got = capture(shell("cat; echo err >&2"), Some(b"in".to_vec()), None, 100).await.unwrap();
+        assert_eq!((got.stdout.as_slice(), got.stderr.as_slice()), (&b"in"[..], &b"err\n"[..]));
+        let slow = capture(shell("sleep 20"), None, Some(Duration::from_millis(200)), 100).await;
+        assert!(matches!(slow, Err(CaptureError::Timeout)));
     }
 }

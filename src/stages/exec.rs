@@ -13,8 +13,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_yaml::Mapping;
-use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
+
+use crate::exec::process::{CaptureError, OUTPUT_LIMIT, capture};
 
 use super::{Stage, StageContext, StageDef, TaskFuture, TaskInput};
 use crate::engine::item::{Outcome, Scope};
@@ -96,34 +97,21 @@ impl Stage for Exec {
                 // Its own process group: Ctrl-C at the terminal reaches curate, which lets running
                 // commands finish, rather than killing them mid-way.
                 .process_group(0);
-            let mut child = match cmd.spawn() {
+            let child = match cmd.spawn() {
                 Ok(child) => child,
                 Err(e) => return Outcome::Errored { error: format!("cannot start `sh`: {e}") },
             };
-            if let Some(mut pipe) = child.stdin.take() {
-                tokio::spawn(async move {
-                    // A command that does not read its input closes the pipe early; that is fine.
-                    let _ = pipe.write_all(&stdin).await;
-                });
-            }
-            let pgid = child.id();
-            let waited = match timeout {
-                Some(t) => match tokio::time::timeout(t, child.wait_with_output()).await {
-                    Ok(result) => result,
-                    Err(_) => {
-                        if let Some(pgid) = pgid {
-                            crate::exec::process::kill_group(pgid);
-                        }
-                        return Outcome::Errored {
-                            error: format!("timed out after {}s and was killed", t.as_secs()),
-                        };
-                    }
+            match capture(child, Some(stdin), timeout, OUTPUT_LIMIT).await {
+                Ok(out) => outcome(out.exit_code, &out.stdout, &out.stderr),
+                Err(CaptureError::Timeout) => Outcome::Errored {
+                    error: format!("timed out after {}s and was killed", timeout.map_or(0, |t| t.as_secs())),
                 },
-                None => child.wait_with_output().await,
-            };
-            match waited {
-                Ok(out) => outcome(out.status.code(), &out.stdout, &out.stderr),
-                Err(e) => Outcome::Errored { error: format!("waiting for the command failed: {e}") },
+                Err(CaptureError::TooMuch(stream)) => Outcome::Errored {
+                    error: format!("printed more than {} MiB on {stream} and was killed", OUTPUT_LIMIT >> 20),
+                },
+                Err(CaptureError::Wait(e)) => {
+                    Outcome::Errored { error: format!("waiting for the command failed: {e}") }
+                }
             }
         })
     }
