@@ -8,6 +8,7 @@ pub mod agent;
 pub mod commands;
 pub mod context;
 pub mod curation;
+pub mod dates;
 pub mod environment;
 pub mod exec;
 

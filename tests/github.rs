@@ -54,17 +54,7 @@ fn repository(s: &Scratch) -> Commits {
 
 /// An ISO 8601 UTC timestamp `secs` from now, as GitHub writes `resetAt`.
 fn iso_in(secs: u64) -> String {
-    let t = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() + secs;
-    let (days, rest) = ((t / 86_400) as i64, t % 86_400);
-    let z = days + 719_468;
-    let (era, doe) = (z.div_euclid(146_097), z.rem_euclid(146_097));
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rest / 3600, rest / 60 % 60, rest % 60)
+    curate::dates::rfc3339((SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() + secs) as i64)
 }
 
 fn limit(remaining: u64, reset: &str) -> Value {

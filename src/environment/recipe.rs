@@ -519,22 +519,7 @@ fn verify(p: &Project, related_tests: &[String]) -> Vec<Vec<String>> {
     verify
 }
 
-/// Seconds since the epoch as an RFC 3339 UTC time (`2024-03-18T11:20:00Z`).
-pub fn rfc3339(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
-}
+pub use crate::dates::rfc3339;
 
 /// The instance image's tag: the PR's commit, and what the layer is built on and with (a repair
 /// that changes the dependency layer or the install makes another).

@@ -12,8 +12,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::dates::{clock, epoch_seconds, now_seconds};
 use super::error::{GithubError, NODE_LIMIT};
+use crate::dates::{clock, epoch_seconds, now_seconds};
 
 /// Points below which a token is rested until its reset: a query costs one point or a few.
 const LOW: i64 = 5;

@@ -8,8 +8,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::client::Client;
-use super::dates::{Date, months};
 use super::error::GithubError;
+use crate::dates::{Date, months};
 
 const REPOSITORY: &str = include_str!("queries/repository.graphql");
 const SEARCH: &str = concat!(include_str!("queries/search.graphql"), include_str!("queries/thread.graphql"));

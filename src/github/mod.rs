@@ -7,12 +7,11 @@
 
 mod client;
 mod collect;
-mod dates;
 mod error;
 mod instance;
 
+pub use crate::dates::Date;
 pub use client::{Client, Counts, Notify, Settings};
 pub use collect::{Filters, MergedPr, Plan, Progress, collect};
-pub use dates::Date;
 pub use error::GithubError;
 pub use instance::{Skipped, instances};

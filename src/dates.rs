@@ -1,6 +1,7 @@
-//! Calendar dates for a collection's window: `since` and `until` as written in a pipeline, the
-//! window cut into calendar months (one search each, so a widened window asks only for the months it
-//! adds), and GitHub's `resetAt` timestamps as seconds since the epoch.
+//! Calendar dates and UTC times without a time zone library: days of the proleptic Gregorian
+//! calendar, RFC 3339 times to and from seconds since the epoch (the pin date of an environment,
+//! GitHub's `resetAt`), and a collection's window cut into calendar months (one search each, so a
+//! widened window asks only for the months it adds).
 
 use std::fmt;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -98,6 +99,13 @@ pub fn epoch_seconds(timestamp: &str) -> Option<i64> {
     Some(Date::parse(date)?.days() * 86_400 + h * 3600 + m * 60 + s)
 }
 
+/// Seconds since the epoch as an RFC 3339 UTC time (`2024-03-18T11:20:00Z`).
+pub fn rfc3339(secs: i64) -> String {
+    let rem = secs.rem_euclid(86_400);
+    let date = Date::from_days(secs.div_euclid(86_400));
+    format!("{date}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
 /// Now, in seconds since the epoch.
 pub fn now_seconds() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
@@ -151,5 +159,9 @@ mod tests {
         assert_eq!(epoch_seconds("2026-06-01T12:30:00.250Z"), Some(d("2026-06-01").days() * 86_400 + 45_000));
         assert_eq!(epoch_seconds("2026-06-01 12:30:00"), None);
         assert_eq!(clock(45_001), "12:30:01 UTC");
+        for secs in [0, 951_782_400, 1_710_760_800, 1_796_190_000] {
+            assert_eq!(epoch_seconds(&rfc3339(secs)), Some(secs));
+        }
+        assert_eq!(rfc3339(1_710_760_800), "2024-03-18T11:20:00Z");
     }
 }
