@@ -427,6 +427,15 @@ fn read_pyproject(p: &mut Project, pp: &toml::Table) {
     if let Some(poetry) = pp.get("tool").and_then(|t| t.get("poetry")) {
         read_poetry(p, poetry);
     }
+    // Groups of development requirements, where a project's tests keep theirs (pytest-mock for
+    // the `mocker` its conftest takes): pdm's `[tool.pdm.dev-dependencies]` and PEP 735's
+    // `[dependency-groups]`; an `{include-group = ...}` entry is not a requirement.
+    let pdm_dev = pp.get("tool").and_then(|t| t.get("pdm")).and_then(|t| t.get("dev-dependencies"));
+    for groups in [pdm_dev, pp.get("dependency-groups")].into_iter().flatten().filter_map(|g| g.as_table()) {
+        for group in TEST_EXTRAS {
+            p.requirements.extend(string_list(groups.get(group)));
+        }
+    }
     if pp.get("tool").and_then(|t| t.get("pytest")).is_some() {
         p.runner = Some(Runner::Pytest);
     }
@@ -780,6 +789,20 @@ mod tests {
         assert_eq!(p.requirements, vec!["mock", "nose"]);
         assert_eq!(p.runner, Some(Runner::Unittest));
         assert_eq!(p.imports, vec!["x"]);
+    }
+
+    #[test]
+    fn development_groups_of_pdm_and_pep_735_bring_the_tests_requirements() {
+        let pdm = detect_in(&[(
+            "pyproject.toml",
+            "[project]\nname = \"pdm\"\ndependencies = [\"click\"]\n[tool.pdm.dev-dependencies]\ntest = [\"pytest\", \"pytest-mock\"]\ndoc = [\"mkdocs\"]\n",
+        )]);
+        assert_eq!(pdm.requirements, vec!["click", "pytest", "pytest-mock"]);
+        let groups = detect_in(&[(
+            "pyproject.toml",
+            "[project]\nname = \"pkg\"\n[dependency-groups]\ntests = [\"hypothesis\", {include-group = \"lint\"}]\nlint = [\"ruff\"]\n",
+        )]);
+        assert_eq!(groups.requirements, vec!["hypothesis"]);
     }
 
     #[test]

@@ -119,8 +119,9 @@ pub fn build_stage(ctx: &StageContext, config: &Mapping) -> Result<StageDef, Con
         // they include. 11: an exact pin at the end of the resolver's chain of reasons is relaxed.
         // 12: another Python only for a failure its version explains; a build failed on two
         // Pythons is rejected with the first one's error. 13: a build in place builds the C
-        // libraries the setup.py declares first (`build_clib`).
-        ..StageDef::new(stage, 13, Scope::Pr, Resource::Docker)
+        // libraries the setup.py declares first (`build_clib`). 14: the test groups of pdm's
+        // dev-dependencies and PEP 735's dependency-groups are installed (pdm's `mocker`).
+        ..StageDef::new(stage, 14, Scope::Pr, Resource::Docker)
     })
 }
 
