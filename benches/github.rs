@@ -4,9 +4,13 @@
 //! over a real git repository whose diffs every instance reads. Prints the requests per PR and the
 //! time per PR of a first collection, and of a second one that replays the stored answers.
 
-#[path = "../tests/common/graphql.rs"]
 #[allow(dead_code)]
-mod graphql;
+#[path = "../tests/common"]
+mod common {
+    pub mod graphql;
+    pub mod openai;
+}
+use common::graphql;
 
 use std::path::Path;
 use std::process::Command;

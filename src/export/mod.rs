@@ -203,13 +203,7 @@ fn comment_entry(
     let fail_to_pass: Option<Vec<String>> =
         synthesis.and_then(|s| s["test_file"].as_str()).map(|f| match project_node {
             Some(node) => vec![node],
-            None => test_functions(test)
-                .into_iter()
-                .map(|t| match t.class {
-                    Some(class) => format!("{f}::{class}::{}", t.name),
-                    None => format!("{f}::{}", t.name),
-                })
-                .collect(),
+            None => test_ids(f, test),
         });
     let validation = output_of(flow, states, contract::Validation::NAME, c);
     if let Some(path) = &test_path {
@@ -231,6 +225,18 @@ fn comment_entry(
         "fail_to_pass": fail_to_pass,
         "regression": validation.map(|v| v["regression"].clone()),
     }))
+}
+
+/// The pytest ids of the test functions of `code`, a file at `path`: `path::name`, or
+/// `path::Class::name` for a method.
+pub(crate) fn test_ids(path: &str, code: &str) -> Vec<String> {
+    test_functions(code)
+        .into_iter()
+        .map(|t| match t.class {
+            Some(class) => format!("{path}::{class}::{}", t.name),
+            None => format!("{path}::{}", t.name),
+        })
+        .collect()
 }
 
 /// The marker that says a directory holds an export, so a later export may replace it.

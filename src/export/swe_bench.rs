@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{dir_name, output_of};
+use super::{dir_name, output_of, test_ids};
 use crate::engine::flow::{Flow, TaskState};
 use crate::exec::docker::ExecError;
 use crate::exec::hosts::Hosts;
@@ -23,7 +23,6 @@ use crate::record::{PullRequest, ReviewComment};
 use crate::repo::workspace::{apply_patch, file_diff, history_free_copy};
 use crate::repo::{Mirror, Mirrors, RepoError};
 use crate::stages::contract::{self, Contract};
-use crate::synthesis::example::test_functions;
 
 /// Where a test of curate's goes in the repository: a directory of its own, so it shadows nothing.
 pub const CURATE_TESTS: &str = "curate_tests";
@@ -265,13 +264,7 @@ fn patches(
         None => {
             let path = format!("{CURATE_TESTS}/{}", test.test_file);
             test_patch.push_str(&file_diff(&path, None, test.test.as_bytes())?);
-            test_functions(&test.test)
-                .into_iter()
-                .map(|t| match t.class {
-                    Some(class) => format!("{path}::{class}::{}", t.name),
-                    None => format!("{path}::{}", t.name),
-                })
-                .collect()
+            test_ids(&path, &test.test)
         }
     };
     Ok((patch, test_patch, fail_to_pass))

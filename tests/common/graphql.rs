@@ -3,7 +3,9 @@
 //! Replies can be data, GraphQL errors, HTTP errors with headers (a secondary rate limit's
 //! `Retry-After`), and answers held back for a while (to kill a collection in the middle).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
+
+use super::openai::respond;
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -68,19 +70,6 @@ impl Server {
     pub fn requests(&self) -> Vec<Request> {
         self.state.lock().unwrap().requests.clone()
     }
-}
-
-fn respond(stream: &mut TcpStream, status: u16, headers: &[(String, String)], body: &str) {
-    let mut head = format!(
-        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    let _ = stream.write_all(head.as_bytes());
-    let _ = stream.write_all(body.as_bytes());
 }
 
 fn serve(mut stream: TcpStream, state: &Mutex<State>) {

@@ -155,7 +155,7 @@ fn stream_completion(stream: &mut TcpStream, completion: &str) {
     let _ = stream.write_all(b"data: [DONE]\n\n");
 }
 
-fn respond(stream: &mut TcpStream, status: u16, headers: &[(String, String)], body: &str) {
+pub fn respond(stream: &mut TcpStream, status: u16, headers: &[(String, String)], body: &str) {
     let mut head = format!(
         "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
         body.len()
