@@ -202,6 +202,8 @@ mod tests {
             )]),
             passed_tests: passed.iter().map(|t| t.to_string()).collect(),
             text_similarity: None,
+            control: false,
+            worth: None,
         }
     }
 

@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::engine::flow::{Flow, TaskState};
 use crate::record::PullRequest;
 use crate::review::similarity::Similarity;
+use crate::review::worth::{Human, Worth};
 use crate::review::{Finding, nearest};
 use crate::stages::contract::{self, Contract};
 
@@ -51,6 +52,11 @@ pub struct ReviewerRow {
     /// Mean similarity of its comments to the nearest human comment; `None` without a review
     /// stage of the same reviewer or without comments.
     pub text_similarity: Option<TextSimilarity>,
+    /// The no-review control (`reviewer: {kind: none}`).
+    pub control: bool,
+    /// What its comments were worth; `None` for the control and without review and revise stages
+    /// of the same reviewer.
+    pub worth: Option<Worth>,
 }
 
 /// Mean BLEU-4, ROUGE-L and chrF over a reviewer's comments, each paired with the nearest human
@@ -100,6 +106,69 @@ fn text_similarity(flow: &Flow, states: &[Vec<TaskState>]) -> BTreeMap<String, T
         .collect()
 }
 
+/// The kept outputs, by item, of the stages that provide `contract` for the reviewer `name`.
+fn outputs_of<'s>(
+    flow: &Flow,
+    states: &'s [Vec<TaskState>],
+    contract: &str,
+    name: &str,
+) -> BTreeMap<usize, &'s serde_json::Value> {
+    let mut found = BTreeMap::new();
+    for (s, _) in flow.pipeline.stages.iter().enumerate().filter(|(_, p)| p.provides == Some(contract)) {
+        for x in flow.tasks(s) {
+            if let TaskState::Kept { output, .. } = &states[s][x]
+                && output["reviewer"].as_str() == Some(name)
+            {
+                found.insert(x, &**output);
+            }
+        }
+    }
+    found
+}
+
+/// A human comment of a benchmark instance, with the id its test is known by.
+#[derive(serde::Deserialize)]
+struct HumanComment {
+    id: Option<String>,
+    #[serde(flatten)]
+    comment: Finding,
+}
+
+/// What the reviewer's comments were worth over the instances it was scored on (`passed`: the
+/// tests, by item, its revision passed); `None` without its review and revise outputs.
+fn worth(
+    flow: &Flow,
+    states: &[Vec<TaskState>],
+    name: &str,
+    passed: &BTreeMap<usize, BTreeSet<String>>,
+) -> Option<Worth> {
+    let reviews = outputs_of(flow, states, contract::Review::NAME, name);
+    let revisions = outputs_of(flow, states, contract::Revision::NAME, name);
+    if reviews.is_empty() {
+        return None;
+    }
+    let mut worth = Worth::default();
+    for (x, review) in reviews {
+        let comments: Vec<Finding> = serde_json::from_value(review["comments"].clone()).unwrap_or_default();
+        let patch = revisions.get(&x).and_then(|r| r["patch"].as_str()).unwrap_or_default();
+        let pr = serde_json::from_value::<PullRequest>(flow.data.items[x].data.clone()).ok();
+        let humans: Vec<HumanComment> = pr
+            .and_then(|pr| serde_json::from_value(pr.extra.get("benchmark")?["human_comments"].clone()).ok())
+            .unwrap_or_default();
+        let none = BTreeSet::new();
+        let passed = passed.get(&x).unwrap_or(&none);
+        let humans: Vec<Human> = humans
+            .iter()
+            .map(|h| Human {
+                comment: &h.comment,
+                test_passed: h.id.as_ref().is_some_and(|id| passed.contains(id)),
+            })
+            .collect();
+        worth.add(&comments, patch, &humans);
+    }
+    Some(worth)
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Evaluation {
     pub reviewers: Vec<ReviewerRow>,
@@ -128,13 +197,17 @@ pub fn evaluation(flow: &Flow, states: &[Vec<TaskState>]) -> Option<Evaluation> 
             by_category: BTreeMap::new(),
             passed_tests: BTreeSet::new(),
             text_similarity: None,
+            control: false,
+            worth: None,
         };
+        let mut passed_by_item: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
         for x in flow.tasks(s) {
             let TaskState::Kept { output, .. } = &states[s][x] else { continue };
             if let Some(name) = output["reviewer"].as_str() {
                 row.reviewer = name.to_string();
             }
             row.instances += 1;
+            row.control |= output["control"].as_bool().unwrap_or(false);
             row.comments += output["comments"].as_u64().unwrap_or(0);
             row.failed_reviews += usize::from(!output["review_failure"].is_null());
             for t in output["tests"].as_array().map(Vec::as_slice).unwrap_or_default() {
@@ -142,6 +215,7 @@ pub fn evaluation(flow: &Flow, states: &[Vec<TaskState>]) -> Option<Evaluation> 
                 let id = t["comment"].as_str().unwrap_or_default().to_string();
                 all_tests.insert(id.clone());
                 if passed {
+                    passed_by_item.entry(x).or_default().insert(id.clone());
                     row.passed_tests.insert(id);
                 }
                 row.overall.add(passed);
@@ -155,6 +229,9 @@ pub fn evaluation(flow: &Flow, states: &[Vec<TaskState>]) -> Option<Evaluation> 
         }
         if row.instances > 0 {
             row.comments_per_pr = (100.0 * row.comments as f64 / row.instances as f64).round() / 100.0;
+        }
+        if !row.control {
+            row.worth = worth(flow, states, &row.reviewer, &passed_by_item);
         }
         reviewers.push(row);
     }
@@ -196,6 +273,16 @@ impl Evaluation {
                 pct(&r.overall)
             );
         }
+        let control = self.reviewers.iter().find(|r| r.control);
+        if let Some(c) = control {
+            let _ = writeln!(
+                out,
+                "\nThe no-review control ({}) revises with no review at all: the {} of {} tests it passes measure the agent, not a review; a reviewer's passes beyond them are what its review did.",
+                c.reviewer,
+                c.passed_tests.len(),
+                self.tests
+            );
+        }
         let categories: BTreeSet<&String> =
             self.reviewers.iter().flat_map(|r| r.by_category.keys()).collect();
         if !categories.is_empty() {
@@ -210,17 +297,69 @@ impl Evaluation {
             }
         }
         let _ = writeln!(out, "\n## Tests passed and overlaps (Figure 5)\n");
-        let _ = writeln!(out, "| Reviewer | Tests passed | Passed by no other reviewer |\n|---|---:|---:|");
+        match control {
+            Some(_) => {
+                let _ = writeln!(
+                    out,
+                    "| Reviewer | Tests passed | Passed by no other reviewer | Passed by the control too |\n|---|---:|---:|---:|"
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "| Reviewer | Tests passed | Passed by no other reviewer |\n|---|---:|---:|"
+                );
+            }
+        }
         for r in &self.reviewers {
             let only = r
                 .passed_tests
                 .iter()
                 .filter(|t| !self.reviewers.iter().any(|o| o.stage != r.stage && o.passed_tests.contains(*t)))
                 .count();
-            let _ = writeln!(out, "| {} | {} | {only} |", r.reviewer, r.passed_tests.len());
+            let _ = write!(out, "| {} | {} | {only} |", r.reviewer, r.passed_tests.len());
+            if let Some(c) = control {
+                let _ = write!(out, " {} |", r.passed_tests.intersection(&c.passed_tests).count());
+            }
+            out.push('\n');
         }
         let _ =
             writeln!(out, "\nUnion: {} of {} tests passed by at least one reviewer.", self.union, self.tests);
+        if let Some(c) = control.filter(|c| !c.passed_tests.is_empty()) {
+            let ids: Vec<&str> = c.passed_tests.iter().map(String::as_str).collect();
+            let _ =
+                writeln!(out, "Passed with no review (they do not measure a review): {}.", ids.join(", "));
+        }
+        if self.reviewers.iter().any(|r| r.worth.is_some()) {
+            let _ = writeln!(out, "\n## What the comments were worth\n");
+            let _ = writeln!(
+                out,
+                "Acted on: the revision changed the comment's file within {} lines of it. Led to a passing test: acted on, and within {} lines of a human comment whose test then passed. Precision, recall and F1: line overlap with the human comments (same file, within {} lines), as AACR-Bench scores them.\n",
+                crate::review::worth::ACTED_LINES,
+                crate::review::worth::NEAR_LINES,
+                crate::review::worth::NEAR_LINES
+            );
+            let _ = writeln!(
+                out,
+                "| Reviewer | Comments | Per PR | Acted on | Led to a passing test | Precision | Recall | F1 |\n|---|---:|---:|---:|---:|---:|---:|---:|"
+            );
+            let percent = |v: Option<f64>| v.map_or("–".into(), |p| format!("{p:.1}%"));
+            for r in &self.reviewers {
+                let Some(w) = &r.worth else { continue };
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {:.2} | {} | {} | {} | {} | {} |",
+                    r.reviewer,
+                    w.comments,
+                    r.comments_per_pr,
+                    w.acted_on,
+                    w.led_to_pass,
+                    percent(w.precision()),
+                    percent(w.recall()),
+                    percent(w.f1())
+                );
+            }
+        }
         if self.reviewers.iter().any(|r| r.text_similarity.is_some()) {
             let _ = writeln!(out, "\n## Text similarity to the human comments (Table 2, for contrast)\n");
             let _ = writeln!(

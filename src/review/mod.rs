@@ -3,7 +3,11 @@
 //! is the configured LLM with a prompt; any other tool is a command whose output is read as
 //! comments. What a tool printed becomes [`Finding`]s here, whatever form it took.
 
+pub mod command;
 pub mod similarity;
+pub mod worth;
+
+use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -17,27 +21,42 @@ pub struct Finding {
 }
 
 fn finding_of(v: &Value) -> Option<Finding> {
-    let body = ["body", "comment", "text", "message"].iter().find_map(|k| v.get(*k)?.as_str())?.trim();
-    if body.is_empty() {
+    let text =
+        ["body", "comment", "text", "message", "issue_text"].iter().find_map(|k| v.get(*k)?.as_str())?;
+    let text = text.trim();
+    if text.is_empty() {
         return None;
     }
-    let path = ["path", "file"].iter().find_map(|k| v.get(*k)?.as_str()).map(str::to_string);
-    let line = ["line", "start_line"].iter().find_map(|k| {
-        let x = v.get(*k)?;
-        x.as_u64().or_else(|| x.as_str()?.trim().parse().ok())
-    });
-    Some(Finding { path, line, body: body.to_string() })
+    // A linter's rule (ruff's `code`, pylint's `symbol`, bandit's `test_id`) says what kind of
+    // finding it is; it leads the body, as the tools print it on a terminal.
+    let rule =
+        ["code", "symbol", "test_id"].iter().find_map(|k| v.get(*k)?.as_str()).filter(|r| !r.is_empty());
+    let body = match rule {
+        Some(rule) if !text.starts_with(rule) => format!("{rule} {text}"),
+        _ => text.to_string(),
+    };
+    let path = ["path", "file", "filename"].iter().find_map(|k| v.get(*k)?.as_str()).map(str::to_string);
+    let number = |x: &Value| x.as_u64().or_else(|| x.as_str()?.trim().parse().ok());
+    let line = ["line", "start_line", "line_number"]
+        .iter()
+        .find_map(|k| number(v.get(*k)?))
+        .or_else(|| number(v.get("location")?.get("row")?));
+    Some(Finding { path, line, body })
 }
 
+/// The keys under which a tool's JSON object holds its list of comments.
+const LISTS: [&str; 4] = ["comments", "findings", "reviews", "results"];
+
 /// Reads the comments in what a reviewer printed: a JSON array of objects (`path`/`file`,
-/// `line`, `body`/`comment`/`text`), an object holding such an array (`comments`, `findings`),
-/// JSON lines, or plain `path:line: text` lines. Anything else is not a review.
+/// `line`, `body`/`comment`/`text`; ruff's and pylint's JSON too), an object holding such an array
+/// (`comments`, `findings`, bandit's `results`), JSON lines, or plain `path:line: text` lines.
+/// Anything else is not a review.
 pub fn findings(output: &str) -> Vec<Finding> {
     let trimmed = output.trim();
     let from_value = |v: &Value| -> Vec<Finding> {
         match v {
             Value::Array(items) => items.iter().filter_map(finding_of).collect(),
-            Value::Object(o) => ["comments", "findings", "reviews"]
+            Value::Object(o) => LISTS
                 .iter()
                 .find_map(|k| o.get(*k)?.as_array())
                 .map(|a| a.iter().filter_map(finding_of).collect())
@@ -80,6 +99,84 @@ pub fn findings(output: &str) -> Vec<Finding> {
         })
         .collect()
 }
+
+/// Whether what a tool printed is a review that found nothing: an empty JSON list, bare or
+/// under one of the keys [`findings`] reads (a linter's clean run), as against output that holds
+/// no review at all.
+pub fn found_nothing(output: &str) -> bool {
+    match serde_json::from_str::<Value>(output.trim()) {
+        Ok(Value::Array(items)) => items.is_empty(),
+        Ok(Value::Object(o)) => {
+            LISTS.iter().any(|k| o.get(*k).and_then(Value::as_array).is_some_and(Vec::is_empty))
+        }
+        _ => false,
+    }
+}
+
+/// Paths as the repository names them: tools that print absolute paths (ruff) or `./` ones
+/// (bandit) are read relative to `root`, the copy they ran in.
+pub fn relative_to(findings: Vec<Finding>, root: &std::path::Path) -> Vec<Finding> {
+    let roots: Vec<String> = [Some(root.to_path_buf()), root.canonicalize().ok()]
+        .into_iter()
+        .flatten()
+        .map(|r| format!("{}/", r.to_string_lossy().trim_end_matches('/')))
+        .collect();
+    findings
+        .into_iter()
+        .map(|mut f| {
+            if let Some(path) = f.path.take() {
+                let inside = roots.iter().find_map(|r| path.strip_prefix(r.as_str())).unwrap_or(&path);
+                f.path = Some(inside.trim_start_matches("./").to_string());
+            }
+            f
+        })
+        .collect()
+}
+
+/// The findings on lines the patch adds (numbered in the reviewed code): a linter's diagnostics on
+/// the change, not on the code it left alone.
+pub fn on_changed_lines(findings: Vec<Finding>, patch: &str) -> Vec<Finding> {
+    let added: BTreeSet<(String, u64)> = crate::repo::hunks::parse(patch)
+        .iter()
+        .filter_map(|h| Some((h.new_path.clone()?, h)))
+        .flat_map(|(path, h)| h.added.iter().map(move |(n, _)| (path.clone(), *n)))
+        .collect();
+    findings
+        .into_iter()
+        .filter(|f| match (&f.path, f.line) {
+            (Some(path), Some(line)) => added.contains(&(path.clone(), line)),
+            _ => false,
+        })
+        .collect()
+}
+
+/// What the no-review control tells the agent: one note at the first added line of each of the
+/// patch's first [`CONTROL_NOTES`] changed Python files (tests left out), each saying only that no
+/// reviewer commented. The agent sees the change as every reviewer's agent does, and nothing a
+/// review would add; a test it passes so measures the agent, not a review.
+pub fn control_notes(patch: &str) -> Vec<Finding> {
+    let mut notes: Vec<Finding> = Vec::new();
+    for hunk in crate::repo::hunks::parse(patch) {
+        let (Some(path), Some((line, _))) = (&hunk.new_path, hunk.added.first()) else { continue };
+        let file = path.rsplit('/').next().unwrap_or(path);
+        let test =
+            file.starts_with("test_") || file.ends_with("_test.py") || path.split('/').any(|d| d == "tests");
+        if !path.ends_with(".py") || test || notes.iter().any(|n| n.path.as_ref() == Some(path)) {
+            continue;
+        }
+        notes.push(Finding { path: Some(path.clone()), line: Some(*line), body: CONTROL_NOTE.to_string() });
+        if notes.len() == CONTROL_NOTES {
+            break;
+        }
+    }
+    notes
+}
+
+/// At most this many files get a control note.
+pub const CONTROL_NOTES: usize = 3;
+
+/// The control's note: no content a review would give.
+pub const CONTROL_NOTE: &str = "No reviewer commented on this change. If these lines have a defect, fix it; otherwise leave them as they are.";
 
 /// The human comment `finding` is compared with for text similarity: the nearest in file and
 /// line. One on the same file beats any other; among those, the nearest line (a missing line
@@ -139,5 +236,37 @@ mod tests {
         );
         assert!(findings("Looks good to me!").is_empty());
         assert!(findings("[]").is_empty());
+    }
+
+    #[test]
+    fn linters_json_is_read_with_its_rule_and_a_clean_run_is_told_from_no_review() {
+        let pylint = r#"[{"type": "warning", "path": "pkg/m.py", "line": 4, "symbol": "unused-import", "message": "Unused import os", "message-id": "W0611"}]"#;
+        assert_eq!(
+            findings(pylint),
+            vec![Finding {
+                path: Some("pkg/m.py".into()),
+                line: Some(4),
+                body: "unused-import Unused import os".into()
+            }]
+        );
+        let bandit = r#"{"errors": [], "results": [{"filename": "./pkg/m.py", "line_number": 9, "issue_text": "Use of assert detected.", "test_id": "B101"}]}"#;
+        let read = relative_to(findings(bandit), std::path::Path::new("/nowhere"));
+        assert_eq!(read[0].path.as_deref(), Some("pkg/m.py"));
+        assert_eq!(read[0].body, "B101 Use of assert detected.");
+        assert!(found_nothing("[]\n") && found_nothing(r#"{"errors": [], "results": []}"#));
+        assert!(!found_nothing("") && !found_nothing("no issues") && !found_nothing(pylint));
+    }
+
+    #[test]
+    fn control_notes_carry_no_review_and_skip_tests() {
+        let patch = "diff --git a/tests/test_m.py b/tests/test_m.py\n--- a/tests/test_m.py\n+++ b/tests/test_m.py\n@@ -1 +1,2 @@\n x = 1\n+y = 2\n\
+diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1,2 @@\n a\n+b\n\
+diff --git a/pkg/m.py b/pkg/m.py\n--- a/pkg/m.py\n+++ b/pkg/m.py\n@@ -3,2 +3,3 @@\n x = 1\n+y = 2\n z = 3\n@@ -9 +10,2 @@\n q = 1\n+r = 2\n";
+        let notes = control_notes(patch);
+        assert_eq!(
+            notes,
+            vec![Finding { path: Some("pkg/m.py".into()), line: Some(4), body: CONTROL_NOTE.into() }]
+        );
+        assert!(control_notes("").is_empty());
     }
 }

@@ -170,7 +170,7 @@ fn record(dir: &Path, i: Instance) -> Result<(String, PullRequest), (String, Str
     let mut tests = Vec::new();
     let mut human = Vec::new();
     for (n, c) in i.comments.iter().enumerate() {
-        human.push(json!({"path": c.path, "line": c.line, "body": c.text}));
+        human.push(json!({"id": c.id, "path": c.path, "line": c.line, "body": c.text}));
         let Some(test_path) = &c.test_path else { continue };
         let field = format!("comments[{n}].test_path");
         check_repo_path(test_path).map_err(|e| (field.clone(), format!("the path {e}")))?;

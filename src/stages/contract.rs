@@ -184,6 +184,9 @@ pub struct Review {
     pub comments: Vec<Finding>,
     /// Why the review has no comments (a crash, a timeout, nothing readable); `None` when it has.
     pub failure: Option<String>,
+    /// The no-review control: no reviewer, the agent revises on its own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub control: bool,
 }
 
 impl Contract for Review {
@@ -201,6 +204,9 @@ pub struct Revision {
     pub patch: String,
     /// The agent's conversation, for reading afterwards.
     pub transcript: Vec<Value>,
+    /// Made with no review (the control).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub control: bool,
 }
 
 impl Contract for Revision {

@@ -1,7 +1,8 @@
 //! `review` (the paper's section 4.3, first step): one reviewer reviews each benchmark instance,
 //! given the patch under review and the PR description. Reviewers: `human` (the instance's own
-//! human comments: the upper bound), `llm` (the configured model with a prompt) and `command` (any
-//! tool that prints comments). A tool that crashes, times out or prints no comments is recorded
+//! human comments: the upper bound), `llm` (the configured model with a prompt), `command` (any
+//! tool that prints comments, see [`crate::review::command`]) and `none` (the no-review control:
+//! the agent revises on its own). A tool that crashes, times out or prints no comments is recorded
 //! with that failure and no comments (so it scores zero), never dropped. Runs on PR items of a
 //! `benchmark` source.
 
@@ -20,18 +21,19 @@ use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
-use crate::exec::process::{HostError, run_shell};
 use crate::llm::LlmSpec;
 use crate::llm::client::Llm;
 use crate::llm::prompt::Template;
 use crate::repo::Mirrors;
 use crate::repo::workspace::history_free_copy;
+use crate::review::command::{Instance, ReviewCache, ReviewCommand};
 use crate::review::{Finding, findings};
 
 #[derive(Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 enum ReviewerConfig {
     Human,
+    None,
     Llm {
         prompt: PathBuf,
         #[serde(default)]
@@ -43,6 +45,9 @@ enum ReviewerConfig {
         command: String,
         #[serde(default = "default_timeout")]
         timeout_secs: u64,
+        /// Keep only the comments on lines the patch adds (a linter that reads whole files).
+        #[serde(default)]
+        changed_lines: bool,
     },
 }
 
@@ -60,8 +65,9 @@ struct Config {
 
 enum Reviewer {
     Human,
+    None,
     Llm { llm: Box<Llm>, prompt: Template },
-    Command { command: String, timeout: Duration, mirrors: Arc<Mirrors> },
+    Command { tool: ReviewCommand, cache: ReviewCache, mirrors: Arc<Mirrors> },
 }
 
 struct Review {
@@ -76,6 +82,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     let name = config.name.unwrap_or_else(|| ctx.id.to_string());
     let (reviewer, files, fingerprint) = match config.reviewer {
         ReviewerConfig::Human => (Reviewer::Human, Vec::new(), Value::Null),
+        ReviewerConfig::None => (Reviewer::None, Vec::new(), Value::Null),
         ReviewerConfig::Llm { prompt, llm } => {
             let template = ctx.template("reviewer.prompt", &prompt, &PLACEHOLDERS)?;
             let settings = ctx.llm.merged(&llm).settings();
@@ -88,10 +95,10 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
                 fingerprint,
             )
         }
-        ReviewerConfig::Command { command, timeout_secs } => (
+        ReviewerConfig::Command { command, timeout_secs, changed_lines } => (
             Reviewer::Command {
-                command,
-                timeout: Duration::from_secs(timeout_secs),
+                tool: ReviewCommand { command, timeout: Duration::from_secs(timeout_secs), changed_lines },
+                cache: ReviewCache::under(ctx.cache),
                 mirrors: ctx.mirrors.clone(),
             },
             Vec::new(),
@@ -99,7 +106,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         ),
     };
     let resource = match reviewer {
-        Reviewer::Human => Resource::Cpu,
+        Reviewer::Human | Reviewer::None => Resource::Cpu,
         _ => Resource::Llm,
     };
     Ok(StageDef {
@@ -115,7 +122,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
 
 /// What a review gave: its comments, or the reason it gave none.
 fn reviewed(name: &str, comments: Vec<Finding>, failure: Option<String>) -> Result<Value, TaskError> {
-    let review = contract::Review { reviewer: name.to_string(), comments, failure };
+    let review = contract::Review { reviewer: name.to_string(), comments, failure, control: false };
     serde_json::to_value(review).map_err(|e| TaskError::infra(format!("cannot record the review: {e}")))
 }
 
@@ -143,42 +150,31 @@ impl AsyncStage for Review {
                 let failure = found.is_empty().then(|| "the answer held no review comments".to_string());
                 reviewed(&self.name, found, failure)
             }
-            Reviewer::Command { command, timeout, mirrors } => {
+            Reviewer::None => {
+                let review = contract::Review {
+                    reviewer: self.name.clone(),
+                    comments: Vec::new(),
+                    failure: None,
+                    control: true,
+                };
+                serde_json::to_value(review)
+                    .map_err(|e| TaskError::infra(format!("cannot record the review: {e}")))
+            }
+            Reviewer::Command { tool, cache, mirrors } => {
                 let work = tempfile::tempdir()
                     .map_err(|e| TaskError::infra(format!("no temporary directory: {e}")))?;
                 let copy = work.path().join("repo");
                 history_free_copy(mirrors.clone(), &pr.repo, &pr.head_commit, &copy).await?;
-                let patch_file = work.path().join("patch.diff");
-                let description_file = work.path().join("description.md");
-                let io = |e: std::io::Error| TaskError::infra(format!("writing the review inputs: {e}"));
-                std::fs::write(&patch_file, pr.patch.clone().unwrap_or_default()).map_err(io)?;
-                std::fs::write(&description_file, format!("{}\n\n{}\n", pr.title, pr.body)).map_err(io)?;
-                let command = command
-                    .replace("{patch_file}", &patch_file.to_string_lossy())
-                    .replace("{description_file}", &description_file.to_string_lossy());
-                let env = [
-                    ("CURATE_PATCH_FILE", patch_file.as_path()),
-                    ("CURATE_DESCRIPTION_FILE", description_file.as_path()),
-                ];
-                // The tool's own failures are results (it scores zero), not errors to retry.
-                let (found, failure) = match run_shell(&command, &copy, &env, *timeout).await {
-                    Ok(out) if out.exit_code != Some(0) => (
-                        Vec::new(),
-                        Some(format!(
-                            "exited with {}: {}",
-                            out.exit_code.map_or("a signal".into(), |c| c.to_string()),
-                            out.stderr.lines().last().unwrap_or("")
-                        )),
-                    ),
-                    Ok(out) => {
-                        let found = findings(&out.stdout);
-                        let failure = found.is_empty().then(|| "printed no review comments".to_string());
-                        (found, failure)
-                    }
-                    Err(e @ HostError::Timeout { .. }) => (Vec::new(), Some(e.to_string())),
-                    Err(e) => return Err(TaskError::infra(e)),
+                let instance = Instance {
+                    repo: &pr.repo,
+                    head_commit: &pr.head_commit,
+                    patch: pr.patch.as_deref().unwrap_or_default(),
+                    title: &pr.title,
+                    body: &pr.body,
                 };
-                reviewed(&self.name, found, failure)
+                let review =
+                    tool.review(&instance, &copy, work.path(), cache).await.map_err(TaskError::infra)?;
+                reviewed(&self.name, review.comments, review.failure)
             }
         }
     }

@@ -1,7 +1,8 @@
 //! `revise` (the paper's section 4.3, second step): the coding agent revises the patch under review
 //! guided by one reviewer's comments (the `review` stage it needs), on a history-free copy of the
 //! reviewed code; the revision is its `git diff`. No comments, no revision: the instance then
-//! scores what the unrevised code scores.
+//! scores what the unrevised code scores. The no-review control is the exception: the agent revises
+//! with notes that carry no review (see [`crate::review::control_notes`]).
 
 use std::sync::Arc;
 
@@ -63,11 +64,20 @@ impl AsyncStage for Revise {
                 comments,
                 patch,
                 transcript,
+                control: review.control,
             };
             serde_json::to_value(revision)
                 .map_err(|e| TaskError::infra(format!("cannot record the revision: {e}")))
         };
-        let comments = &review.comments;
+        // The control has no comments; the agent is shown the change with notes that say so.
+        let control_notes;
+        let comments = match review.control {
+            true => {
+                control_notes = crate::review::control_notes(pr.patch.as_deref().unwrap_or_default());
+                &control_notes
+            }
+            false => &review.comments,
+        };
         if comments.is_empty() {
             return revision(0, String::new(), Vec::new());
         }
@@ -95,6 +105,6 @@ impl AsyncStage for Revise {
             files: shown,
         };
         let agent = self.agent.revise(&task, &copy, 1, &input.meter).await?;
-        revision(comments.len(), agent.diff, agent.transcript)
+        revision(review.comments.len(), agent.diff, agent.transcript)
     }
 }

@@ -170,6 +170,7 @@ impl AsyncStage for Score {
             },
             review_failure: revision.review_failure,
             comments: revision.comments,
+            control: revision.control,
             patch_applied: applied.as_ref().err(),
             tests: results,
         };
@@ -184,6 +185,9 @@ struct Record<'a> {
     score: contract::Score,
     review_failure: Option<String>,
     comments: usize,
+    /// Scored for the no-review control.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    control: bool,
     /// Why the revision did not apply; `None` when it did.
     patch_applied: Option<&'a String>,
     tests: Vec<TestResult<'a>>,
