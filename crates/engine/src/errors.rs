@@ -115,10 +115,18 @@ impl StoreError {
     /// An SQLite error on `db`: a damaged or foreign file is [`StoreError::Corrupt`], with the way out.
     pub fn sqlite(db: &std::path::Path, error: rusqlite::Error) -> StoreError {
         use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
+        // Text that is not UTF-8 in a row curate wrote is damage SQLite's own check does not see
+        // (an overflow page's content is not checked).
+        let undecodable =
+            matches!(error, rusqlite::Error::FromSqlConversionFailure(..) | rusqlite::Error::Utf8Error(_));
         match error.sqlite_error_code() {
             Some(DatabaseCorrupt | NotADatabase) => {
                 StoreError::Corrupt { db: db.to_path_buf(), detail: error.to_string() }
             }
+            _ if undecodable => StoreError::Corrupt {
+                db: db.to_path_buf(),
+                detail: format!("a task row does not decode: {error}"),
+            },
             _ => StoreError::Sqlite { db: db.to_path_buf(), error },
         }
     }

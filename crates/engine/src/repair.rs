@@ -53,11 +53,43 @@ pub fn check(dir: &Path) -> Result<Health, StoreError> {
         .prepare("PRAGMA integrity_check")
         .and_then(|mut stmt| stmt.query_map([], |r| r.get::<_, String>(0))?.collect());
     Ok(match problems {
-        Ok(p) if p == ["ok"] => Health::Sound,
+        Ok(p) if p == ["ok"] => match undecodable_rows(&conn) {
+            Ok(0) => Health::Sound,
+            Ok(n) => Health::Damaged(vec![format!(
+                "{n} task row(s) hold text that is not UTF-8 (damage inside a row, which SQLite's check does not read)"
+            )]),
+            Err(e) => Health::Damaged(vec![e.to_string()]),
+        },
         // A row may hold several problems, a line each.
         Ok(p) => Health::Damaged(p.iter().flat_map(|r| r.lines()).map(String::from).collect()),
         Err(e) => Health::Damaged(vec![e.to_string()]),
     })
+}
+
+/// The task rows a command would fail to read: a text value that is not UTF-8.
+fn undecodable_rows(conn: &Connection) -> Result<usize, rusqlite::Error> {
+    let mut stmt = conn.prepare(&format!("SELECT {COLUMNS} FROM tasks"))?;
+    let mut rows = stmt.query([])?;
+    let mut bad = 0;
+    while let Some(row) = rows.next()? {
+        bad += usize::from(decoded(row).is_none());
+    }
+    Ok(bad)
+}
+
+/// A row's values, or `None` when one of them is text that does not decode (rusqlite's own
+/// conversion panics on it).
+fn decoded(row: &rusqlite::Row) -> Option<Vec<Value>> {
+    use rusqlite::types::ValueRef;
+    (0..12)
+        .map(|i| match row.get_ref(i).ok()? {
+            ValueRef::Null => Some(Value::Null),
+            ValueRef::Integer(n) => Some(Value::Integer(n)),
+            ValueRef::Real(x) => Some(Value::Real(x)),
+            ValueRef::Text(t) => std::str::from_utf8(t).ok().map(|t| Value::Text(t.to_string())),
+            ValueRef::Blob(b) => Some(Value::Blob(b.to_vec())),
+        })
+        .collect()
 }
 
 /// Moves the state database of `dir` aside (with its `-wal` and `-shm` files, so the log's commits
@@ -112,14 +144,61 @@ fn salvage(db: &Path) -> (Vec<Vec<Value>>, Option<usize>) {
             continue;
         };
         let Ok(mut found) = stmt.query([]) else { continue };
-        // Stops at the first row that cannot be read.
+        // Stops at the first row SQLite cannot read; a row whose text does not decode is left out
+        // and the scan goes on.
         while let Ok(Some(row)) = found.next() {
-            let values: Result<Vec<Value>, _> = (0..12).map(|i| row.get::<_, Value>(i)).collect();
-            match values {
-                Ok(v) => rows.push(v),
-                Err(_) => break,
+            if let Some(values) = decoded(row) {
+                rows.push(values);
             }
         }
     }
     (rows, recorded)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::load;
+
+    /// A state of three kept tasks whose outputs span overflow pages; the bytes of the middle one's
+    /// output, in the file, overwritten with 0xFF (not UTF-8 anywhere), as a damaged overflow page
+    /// would be. SQLite's integrity check reads no overflow content, so it says "ok".
+    fn damaged_state(dir: &Path) {
+        drop(Store::open(dir).unwrap());
+        let conn = Connection::open(dir.join(DB_FILE)).unwrap();
+        conn.pragma_update(None, "journal_mode", "DELETE").unwrap();
+        for (n, fill) in [(1u8, 'a'), (2, 'b'), (3, 'c')] {
+            let output = format!("{{\"text\": \"{}\"}}", fill.to_string().repeat(20_000));
+            conn.execute(
+                "INSERT INTO tasks (key, stage, item, state, output) VALUES (?1, 's', ?2, 'kept', ?3)",
+                rusqlite::params![vec![n; 32], format!("i{n}"), output],
+            )
+            .unwrap();
+        }
+        drop(conn);
+        let db = dir.join(DB_FILE);
+        let mut bytes = std::fs::read(&db).unwrap();
+        let at = bytes.windows(64).position(|w| w.iter().all(|b| *b == b'b')).unwrap();
+        bytes[at..at + 64].fill(0xff);
+        std::fs::write(&db, bytes).unwrap();
+    }
+
+    #[test]
+    fn text_that_does_not_decode_is_damage_check_finds_and_repair_leaves_out() {
+        let dir = tempfile::tempdir().unwrap();
+        damaged_state(dir.path());
+        // Every command reads the store: it names the damage and the way out, not a conversion error.
+        let err = load(dir.path()).unwrap_err();
+        assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+        assert!(err.to_string().contains("curate state repair"), "{err}");
+        let Health::Damaged(problems) = check(dir.path()).unwrap() else { panic!("taken for sound") };
+        assert!(problems[0].starts_with("1 task row(s) hold text that is not UTF-8"), "{problems:?}");
+        let repaired = repair(dir.path()).unwrap();
+        assert_eq!((repaired.kept, repaired.recorded), (2, Some(3)));
+        let records = load(dir.path()).unwrap();
+        let mut items: Vec<&str> = records.values().map(|r| r.item.as_str()).collect();
+        items.sort();
+        assert_eq!(items, ["i1", "i3"]);
+        assert_eq!(check(dir.path()).unwrap(), Health::Sound);
+    }
 }
