@@ -253,6 +253,21 @@ fn pct(r: &Rate) -> String {
 impl Evaluation {
     pub fn to_markdown(&self) -> String {
         let mut out = String::new();
+        self.table5(&mut out);
+        self.categories(&mut out);
+        self.figure5(&mut out);
+        self.worth(&mut out);
+        self.similarity(&mut out);
+        out
+    }
+
+    /// The no-review control's row, when the evaluation has one.
+    fn control(&self) -> Option<&ReviewerRow> {
+        self.reviewers.iter().find(|r| r.control)
+    }
+
+    /// Table 5, and what the control passes.
+    fn table5(&self, out: &mut String) {
         let _ = writeln!(out, "## Review tools (Table 5)\n");
         let _ = writeln!(
             out,
@@ -273,8 +288,7 @@ impl Evaluation {
                 pct(&r.overall)
             );
         }
-        let control = self.reviewers.iter().find(|r| r.control);
-        if let Some(c) = control {
+        if let Some(c) = self.control() {
             let _ = writeln!(
                 out,
                 "\nThe no-review control ({}) revises with no review at all: the {} of {} tests it passes measure the agent, not a review; a reviewer's passes beyond them are what its review did.",
@@ -283,6 +297,10 @@ impl Evaluation {
                 self.tests
             );
         }
+    }
+
+    /// Figure 7 as a table: the pass rate by review category.
+    fn categories(&self, out: &mut String) {
         let categories: BTreeSet<&String> =
             self.reviewers.iter().flat_map(|r| r.by_category.keys()).collect();
         if !categories.is_empty() {
@@ -296,7 +314,12 @@ impl Evaluation {
                 let _ = writeln!(out, "| {c} | {} |", cells.join(" | "));
             }
         }
+    }
+
+    /// Figure 5 as a table: the tests each reviewer passed, alone, and with the control.
+    fn figure5(&self, out: &mut String) {
         let _ = writeln!(out, "\n## Tests passed and overlaps (Figure 5)\n");
+        let control = self.control();
         match control {
             Some(_) => {
                 let _ = writeln!(
@@ -330,6 +353,10 @@ impl Evaluation {
             let _ =
                 writeln!(out, "Passed with no review (they do not measure a review): {}.", ids.join(", "));
         }
+    }
+
+    /// What each reviewer's comments were worth.
+    fn worth(&self, out: &mut String) {
         if self.reviewers.iter().any(|r| r.worth.is_some()) {
             let _ = writeln!(out, "\n## What the comments were worth\n");
             let _ = writeln!(
@@ -360,6 +387,10 @@ impl Evaluation {
                 );
             }
         }
+    }
+
+    /// Text similarity to the human comments (Table 2), for contrast.
+    fn similarity(&self, out: &mut String) {
         if self.reviewers.iter().any(|r| r.text_similarity.is_some()) {
             let _ = writeln!(out, "\n## Text similarity to the human comments (Table 2, for contrast)\n");
             let _ = writeln!(
@@ -377,7 +408,6 @@ impl Evaluation {
                 );
             }
         }
-        out
     }
 }
 
@@ -394,5 +424,63 @@ mod tests {
         assert_eq!(r.percent(), Some(33.3));
         assert_eq!(Rate::default().percent(), None);
         assert_eq!(pct(&r), "33.3% (1/3)");
+    }
+
+    fn row(name: &str, passed: &[&str], control: bool, worth: Option<Worth>) -> ReviewerRow {
+        ReviewerRow {
+            reviewer: name.into(),
+            stage: format!("score_{name}"),
+            instances: 2,
+            comments: worth.as_ref().map_or(0, |w| w.comments as u64),
+            comments_per_pr: 0.0,
+            failed_reviews: 0,
+            behavioural: Rate::default(),
+            structural: Rate::default(),
+            overall: Rate::default(),
+            by_category: BTreeMap::new(),
+            passed_tests: passed.iter().map(|t| t.to_string()).collect(),
+            text_similarity: None,
+            control,
+            worth,
+        }
+    }
+
+    #[test]
+    fn the_control_stands_beside_every_reviewer_and_its_passes_are_named() {
+        let worth = Worth {
+            comments: 4,
+            acted_on: 2,
+            led_to_pass: 1,
+            on_human_place: 1,
+            human_comments: 2,
+            humans_found: 1,
+        };
+        let e = Evaluation {
+            reviewers: vec![
+                row("human", &["t1", "t2"], false, None),
+                row("tool", &["t2", "t3"], false, Some(worth)),
+                row("none", &["t2"], true, None),
+            ],
+            tests: 4,
+            union: 3,
+        };
+        let md = e.to_markdown();
+        assert!(
+            md.contains("The no-review control (none) revises with no review at all: the 1 of 4 tests"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| Reviewer | Tests passed | Passed by no other reviewer | Passed by the control too |"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("| human | 2 | 1 | 1 |\n| tool | 2 | 1 | 1 |\n| none | 1 | 0 | 1 |"), "{md}");
+        assert!(md.contains("Passed with no review (they do not measure a review): t2."), "{md}");
+        // Only the reviewer with comments has a worth row: precision 1/4, recall 1/2.
+        assert!(md.contains("| tool | 4 | 0.00 | 2 | 1 | 25.0% | 50.0% | 33.3% |"), "{md}");
+        assert!(!md.contains("| none | 0 |"), "{md}");
+        let plain = Evaluation { reviewers: vec![row("human", &["t1"], false, None)], tests: 1, union: 1 };
+        assert!(!plain.to_markdown().contains("control"));
     }
 }
