@@ -101,6 +101,14 @@ fn a_probe_fails_on_the_reviewed_commit_and_passes_on_the_fixed_one() {
         let sly = run_test(&d, &image, reviewed_tree, ("test_sly.py", sly), t).await.unwrap();
         assert_eq!(sly.verdict, Verdict::Passed, "{}", sly.output);
         assert_eq!(sly.wrote, ["/repo/pyproject.toml"], "the write is seen whatever the file's times say");
+        // Nor does moving the run's start marker, if there were one, into the future or deleting it,
+        // nor deleting a project file.
+        let marker = "import os, pathlib\n\ndef test_x():\n    with open('/repo/pyproject.toml', 'a') as f:\n        f.write('# x')\n    for p in pathlib.Path('/curate-test').glob('.*'):\n        os.utime(p, (4102444800, 4102444800))\n";
+        let marker = run_test(&d, &image, reviewed_tree, ("test_marker.py", marker), t).await.unwrap();
+        assert_eq!(marker.wrote, ["/repo/pyproject.toml"], "{}", marker.output);
+        let deleter = "import os, pathlib\n\ndef test_x():\n    os.remove('/repo/pyproject.toml')\n    for p in pathlib.Path('/curate-test').glob('.*'):\n        p.unlink()\n";
+        let deleter = run_test(&d, &image, reviewed_tree, ("test_deleter.py", deleter), t).await.unwrap();
+        assert_eq!(deleter.wrote, ["/repo"], "the deletion shows as its directory's change: {}", deleter.output);
 
         // Past the memory limit, the kernel kills it: out of memory, not a collection error.
         let hog = "def test_hog():\n    blocks = [b'x' * (64 << 20) for _ in range(48)]\n    assert blocks\n";

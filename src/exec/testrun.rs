@@ -198,12 +198,15 @@ fn test_path(name: &str) -> String {
 
 /// The shell command of a test run: pytest on `pytest_args`, then every path under the repository
 /// that changed while it ran (a test may not write into the project). Changed by the inode's change
-/// time, which every write and every `utime` sets and no unprivileged process can set back, so a test
-/// that restores a file's modification time is still seen. `options` go to pytest (with a leading space).
+/// time, which every write, rename, deletion (on the directory) and `utime` sets and which no
+/// process without CAP_SYS_TIME (the sandbox drops every capability) can set back, so a test that
+/// restores a file's modification time is still seen. The time it is compared with is held in the
+/// shell, not in a file the test could touch, move or delete. `options` go to pytest (with a
+/// leading space).
 fn test_command(pytest_args: &str, options: &str) -> Vec<String> {
     let script = format!(
-        "touch {TEST_DIR}/.started && python -m pytest -q -p no:cacheprovider{options} {pytest_args}; \
-         rc=$?; find {REPO} -cnewer {TEST_DIR}/.started -not -path '*/__pycache__*' -printf '%y %p\\n' \
+        "start=$(date +%s.%N) && python -m pytest -q -p no:cacheprovider{options} {pytest_args}; \
+         rc=$?; find {REPO} -newerct \"@$start\" -not -path '*/__pycache__*' -printf '%y %p\\n' \
          | sed 's|^|{WROTE}|'; exit $rc"
     );
     vec!["sh".into(), "-c".into(), script]
