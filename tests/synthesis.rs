@@ -214,6 +214,44 @@ fn containers_do_not_outlive_a_killed_run() {
     assert_eq!(containers_of(&state), vec![], "the next run removed them, and its own");
 }
 
+/// Two SIGTERMs while a test runs: the second cuts the running tasks off, and their containers are
+/// removed before curate exits, not left running to their limit.
+#[test]
+fn a_second_signal_removes_the_running_containers_before_exit() {
+    if !docker_or_skip("the second-signal container test") {
+        return;
+    }
+    let (record, _) = durations3();
+    let server = Server::responding(|_| fence("import time\n\n\ndef test_slow():\n    time.sleep(600)\n"));
+    let s = Scratch::new();
+    let mirrors = s.sample_mirrors();
+    s.write("one.jsonl", &format!("{record}\n"));
+    let extra = "    repeats: 1\n    max_attempts: 1\n    timeout_secs: 120\n";
+    s.write("p.yaml", &curation_pipeline("sig", &mirrors, &server.base_url, extra, ""));
+    let mut run = common::curate_cmd(s.dir.path(), &["run", "p.yaml"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let state = s.path(".curate/sig");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
+    let running =
+        |state: &std::path::Path| containers_of(state).into_iter().filter(|(_, st)| st == "running").count();
+    while !state.exists() || running(&state) == 0 {
+        assert!(std::time::Instant::now() < deadline, "no test container started");
+        assert!(run.try_wait().unwrap().is_none(), "the run ended before a test ran");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    for _ in 0..2 {
+        // SAFETY: a plain kill(2) of our own child.
+        unsafe { libc::kill(run.id() as i32, libc::SIGTERM) };
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    let status = run.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(containers_of(&state), vec![], "containers left by the cut-off tasks");
+}
+
 /// With an attribution stage upstream, a test that fails then passes must also reach the change
 /// that answers its comment: a test of the rounding fix, written for the comment that asks for the
 /// docstring, is sent back with the docstring's lines; a test that reads the docstring is taken.

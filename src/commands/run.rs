@@ -100,7 +100,13 @@ pub fn run(path: &Path, opts: &RunOptions) -> Result<u8, Failure> {
     }
     let summary = runtime
         .block_on(scheduler::run(&flow, &store, &records, &limits, reporter.as_mut()))
-        .map_err(|e| anyhow::anyhow!("{e}; results so far are saved in {}", store.path().display()))?;
+        .map_err(|e| anyhow::anyhow!("{e}; results so far are saved in {}", store.path().display()));
+    // No task runs now: a container of this state still there belongs to a task a second signal
+    // cut off, whose removal was only started. Removed before exit, not left to run on.
+    if uses_docker && let Err(e) = runtime.block_on(hosts.sweep(dir)) {
+        eprintln!("warning: cannot remove this run's containers ({e}); `curate clean` removes them");
+    }
+    let summary = summary?;
     drop(runtime);
     if uses_docker {
         report_hosts(&hosts.counts(), dir);

@@ -60,8 +60,12 @@ pub async fn sweep(docker: &Docker, state_dir: &std::path::Path) -> Result<Vec<S
         let Some(id) = container.id else { continue };
         let name = container.names.and_then(|n| n.first().cloned()).unwrap_or_else(|| id.clone());
         let remove = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
-        docker.remove_container(&id, Some(remove)).await?;
-        removed.push(name.trim_start_matches('/').to_string());
+        match docker.remove_container(&id, Some(remove)).await {
+            Ok(()) => removed.push(name.trim_start_matches('/').to_string()),
+            // Gone, or going, by another removal (a dropped task's own) since it was listed.
+            Err(bollard::errors::Error::DockerResponseServerError { status_code: 404 | 409, .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
     }
     removed.sort();
     Ok(removed)
