@@ -36,17 +36,22 @@ impl ResponseCache {
     /// Writes atomically (temporary file, then rename), so a crash never leaves half an answer; a
     /// failed write leaves no temporary file either.
     pub fn put(&self, hash: &str, request: &ChatRequest, answer: &Answer) -> std::io::Result<()> {
-        let path = self.path(hash);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
         let entry = Entry { request: request.clone(), answer: answer.clone() };
         let text = serde_json::to_vec_pretty(&entry).map_err(std::io::Error::other)?;
-        let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-        let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, &path));
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        written
+        write_atomically(&self.path(hash), &text)
     }
+}
+
+/// Writes `bytes` to `path` (its directory made if missing) through a temporary file renamed into
+/// place, so a crash never leaves half a recording; a failed write leaves no temporary file either.
+pub fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }

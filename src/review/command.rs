@@ -1,7 +1,7 @@
 //! A review tool run as a command: in a copy of the reviewed code, with the patch and the PR's
 //! description in files beside it, its output read as comments ([`findings`]). What the tool gave
-//! is stored by a key of the command and the instance, under `<cache>/reviews/`, and replayed the
-//! way the model's answers are (`CURATE_LLM_CACHE`): an evaluation recorded with ruff installed
+//! is stored by a key of the command and the instance, under `<cache>/reviews/`, and replayed
+//! in the model's cache mode (`CURATE_LLM_CACHE`): an evaluation recorded with ruff installed
 //! replays on a machine without it.
 
 use std::path::{Path, PathBuf};
@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 use super::{Finding, findings, found_nothing, on_changed_lines, relative_to};
 use crate::exec::process::{HostError, run_shell};
 use crate::llm::CacheMode;
+use crate::llm::cache::write_atomically;
 
 /// How to run one tool.
 #[derive(Debug, Clone)]
@@ -61,9 +62,9 @@ pub struct ReviewCache {
 }
 
 impl ReviewCache {
-    /// `<cache>/reviews`, in the mode `CURATE_LLM_CACHE` says (default readwrite).
-    pub fn under(cache: &Path) -> ReviewCache {
-        let mode = std::env::var("CURATE_LLM_CACHE").ok().and_then(|m| m.parse().ok()).unwrap_or_default();
+    /// `<cache>/reviews`, in the model's cache mode (`mode`: the pipeline's `llm.cache` under
+    /// `CURATE_LLM_CACHE`), so a replayed evaluation replays its tools too.
+    pub fn under(cache: &Path, mode: CacheMode) -> ReviewCache {
         ReviewCache { dir: cache.join("reviews"), mode }
     }
 }
@@ -107,11 +108,8 @@ impl ReviewCommand {
                 what: format!("recording the review in {}", stored.display()),
                 error,
             };
-            std::fs::create_dir_all(&cache.dir).map_err(io)?;
             let text = serde_json::to_string_pretty(&review).unwrap_or_default() + "\n";
-            let part = stored.with_extension("json.part");
-            std::fs::write(&part, text).map_err(io)?;
-            std::fs::rename(&part, &stored).map_err(io)?;
+            write_atomically(&stored, text.as_bytes()).map_err(io)?;
         }
         Ok(review)
     }

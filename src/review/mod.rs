@@ -158,9 +158,7 @@ pub fn control_notes(patch: &str) -> Vec<Finding> {
     let mut notes: Vec<Finding> = Vec::new();
     for hunk in crate::repo::hunks::parse(patch) {
         let (Some(path), Some((line, _))) = (&hunk.new_path, hunk.added.first()) else { continue };
-        let file = path.rsplit('/').next().unwrap_or(path);
-        let test =
-            file.starts_with("test_") || file.ends_with("_test.py") || path.split('/').any(|d| d == "tests");
+        let test = crate::synthesis::project::is_test_side(path);
         if !path.ends_with(".py") || test || notes.iter().any(|n| n.path.as_ref() == Some(path)) {
             continue;
         }

@@ -98,7 +98,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         ReviewerConfig::Command { command, timeout_secs, changed_lines } => (
             Reviewer::Command {
                 tool: ReviewCommand { command, timeout: Duration::from_secs(timeout_secs), changed_lines },
-                cache: ReviewCache::under(ctx.cache),
+                cache: ReviewCache::under(ctx.cache, ctx.llm.settings().cache),
                 mirrors: ctx.mirrors.clone(),
             },
             Vec::new(),
