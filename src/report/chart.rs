@@ -188,22 +188,15 @@ mod tests {
     fn reviewer(name: &str, passed: &[&str], category: (&str, usize, usize)) -> ReviewerRow {
         ReviewerRow {
             reviewer: name.into(),
-            stage: format!("score_{name}"),
             instances: 2,
             comments: 3,
             comments_per_pr: 1.5,
-            failed_reviews: 0,
-            behavioural: Rate::default(),
-            structural: Rate::default(),
-            overall: Rate::default(),
             by_category: BTreeMap::from([(
                 category.0.to_string(),
                 Rate { passed: category.1, total: category.2 },
             )]),
             passed_tests: passed.iter().map(|t| t.to_string()).collect(),
-            text_similarity: None,
-            control: false,
-            worth: None,
+            ..ReviewerRow::new(&format!("score_{name}"))
         }
     }
 

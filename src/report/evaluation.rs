@@ -59,6 +59,29 @@ pub struct ReviewerRow {
     pub worth: Option<Worth>,
 }
 
+impl ReviewerRow {
+    /// The row of the score stage `stage`, named after it until its outputs name the reviewer,
+    /// with nothing counted yet.
+    pub fn new(stage: &str) -> ReviewerRow {
+        ReviewerRow {
+            reviewer: stage.to_string(),
+            stage: stage.to_string(),
+            instances: 0,
+            comments: 0,
+            comments_per_pr: 0.0,
+            failed_reviews: 0,
+            behavioural: Rate::default(),
+            structural: Rate::default(),
+            overall: Rate::default(),
+            by_category: BTreeMap::new(),
+            passed_tests: BTreeSet::new(),
+            text_similarity: None,
+            control: false,
+            worth: None,
+        }
+    }
+}
+
 /// Mean BLEU-4, ROUGE-L and chrF over a reviewer's comments, each paired with the nearest human
 /// comment of its instance.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -77,10 +100,7 @@ fn text_similarity(flow: &Flow, states: &[Vec<TaskState>]) -> BTreeMap<String, T
         for x in flow.tasks(s) {
             let TaskState::Kept { output, .. } = &states[s][x] else { continue };
             let Some(name) = output["reviewer"].as_str() else { continue };
-            let pr = serde_json::from_value::<PullRequest>(flow.data.items[x].data.clone()).ok();
-            let humans = pr
-                .and_then(|pr| pr.extra.get("benchmark").map(|b| parse(&b["human_comments"])))
-                .unwrap_or_default();
+            let humans: Vec<Finding> = human_comments(flow, x).into_iter().map(|h| h.comment).collect();
             let (pairs, sum) = sums.entry(name.to_string()).or_default();
             for finding in parse(&output["comments"]) {
                 let Some(human) = nearest(&finding, &humans) else { continue };
@@ -134,6 +154,13 @@ struct HumanComment {
     comment: Finding,
 }
 
+/// The human comments of the benchmark instance `x`, with their ids; none when it is not one.
+fn human_comments(flow: &Flow, x: usize) -> Vec<HumanComment> {
+    let pr = serde_json::from_value::<PullRequest>(flow.data.items[x].data.clone()).ok();
+    pr.and_then(|pr| serde_json::from_value(pr.extra.get("benchmark")?["human_comments"].clone()).ok())
+        .unwrap_or_default()
+}
+
 /// What the reviewer's comments were worth over the instances it was scored on (`passed`: the
 /// tests, by item, its revision passed); `None` without its review and revise outputs.
 fn worth(
@@ -151,10 +178,7 @@ fn worth(
     for (x, review) in reviews {
         let comments: Vec<Finding> = serde_json::from_value(review["comments"].clone()).unwrap_or_default();
         let patch = revisions.get(&x).and_then(|r| r["patch"].as_str()).unwrap_or_default();
-        let pr = serde_json::from_value::<PullRequest>(flow.data.items[x].data.clone()).ok();
-        let humans: Vec<HumanComment> = pr
-            .and_then(|pr| serde_json::from_value(pr.extra.get("benchmark")?["human_comments"].clone()).ok())
-            .unwrap_or_default();
+        let humans = human_comments(flow, x);
         let none = BTreeSet::new();
         let passed = passed.get(&x).unwrap_or(&none);
         let humans: Vec<Human> = humans
@@ -184,22 +208,7 @@ pub fn evaluation(flow: &Flow, states: &[Vec<TaskState>]) -> Option<Evaluation> 
     for (s, plan) in
         flow.pipeline.stages.iter().enumerate().filter(|(_, p)| p.provides == Some(contract::Score::NAME))
     {
-        let mut row = ReviewerRow {
-            reviewer: plan.id.to_string(),
-            stage: plan.id.to_string(),
-            instances: 0,
-            comments: 0,
-            comments_per_pr: 0.0,
-            failed_reviews: 0,
-            behavioural: Rate::default(),
-            structural: Rate::default(),
-            overall: Rate::default(),
-            by_category: BTreeMap::new(),
-            passed_tests: BTreeSet::new(),
-            text_similarity: None,
-            control: false,
-            worth: None,
-        };
+        let mut row = ReviewerRow::new(&plan.id);
         let mut passed_by_item: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
         for x in flow.tasks(s) {
             let TaskState::Kept { output, .. } = &states[s][x] else { continue };
@@ -320,20 +329,14 @@ impl Evaluation {
     fn figure5(&self, out: &mut String) {
         let _ = writeln!(out, "\n## Tests passed and overlaps (Figure 5)\n");
         let control = self.control();
-        match control {
-            Some(_) => {
-                let _ = writeln!(
-                    out,
-                    "| Reviewer | Tests passed | Passed by no other reviewer | Passed by the control too |\n|---|---:|---:|---:|"
-                );
-            }
-            None => {
-                let _ = writeln!(
-                    out,
-                    "| Reviewer | Tests passed | Passed by no other reviewer |\n|---|---:|---:|"
-                );
-            }
-        }
+        let (column, rule) = match control {
+            Some(_) => (" Passed by the control too |", "---:|"),
+            None => ("", ""),
+        };
+        let _ = writeln!(
+            out,
+            "| Reviewer | Tests passed | Passed by no other reviewer |{column}\n|---|---:|---:|{rule}"
+        );
         for r in &self.reviewers {
             let only = r
                 .passed_tests
@@ -429,19 +432,12 @@ mod tests {
     fn row(name: &str, passed: &[&str], control: bool, worth: Option<Worth>) -> ReviewerRow {
         ReviewerRow {
             reviewer: name.into(),
-            stage: format!("score_{name}"),
             instances: 2,
             comments: worth.as_ref().map_or(0, |w| w.comments as u64),
-            comments_per_pr: 0.0,
-            failed_reviews: 0,
-            behavioural: Rate::default(),
-            structural: Rate::default(),
-            overall: Rate::default(),
-            by_category: BTreeMap::new(),
             passed_tests: passed.iter().map(|t| t.to_string()).collect(),
-            text_similarity: None,
             control,
             worth,
+            ..ReviewerRow::new(&format!("score_{name}"))
         }
     }
 
