@@ -163,6 +163,39 @@ fn containers_of(state: &std::path::Path) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The containers of `state` that are running now.
+fn running(state: &std::path::Path) -> usize {
+    containers_of(state).into_iter().filter(|(_, st)| st == "running").count()
+}
+
+/// `curate run` of a one-comment curation pipeline named `name` (tests limited to `timeout_secs`)
+/// in `s`, started in the background and returned once a test's container runs; with its state.
+fn run_until_a_test_runs(
+    s: &Scratch,
+    name: &str,
+    record: &serde_json::Value,
+    base_url: &str,
+    timeout_secs: u64,
+) -> (std::process::Child, std::path::PathBuf) {
+    let mirrors = s.sample_mirrors();
+    s.write("one.jsonl", &format!("{record}\n"));
+    let extra = format!("    repeats: 1\n    max_attempts: 1\n    timeout_secs: {timeout_secs}\n");
+    s.write("p.yaml", &curation_pipeline(name, &mirrors, base_url, &extra, ""));
+    let mut run = common::curate_cmd(s.dir.path(), &["run", "p.yaml"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let state = s.path(&format!(".curate/{name}"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
+    while !state.exists() || running(&state) == 0 {
+        assert!(std::time::Instant::now() < deadline, "no test container started");
+        assert!(run.try_wait().unwrap().is_none(), "the run ended before a test ran");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    (run, state)
+}
+
 /// `curate` killed with -9 while a test runs: the test's containers stop by themselves at their
 /// limit (it is enforced inside them too), and the next run of the state removes them.
 #[test]
@@ -181,24 +214,7 @@ fn containers_do_not_outlive_a_killed_run() {
         }
     });
     let s = Scratch::new();
-    let mirrors = s.sample_mirrors();
-    s.write("one.jsonl", &format!("{record}\n"));
-    let extra = "    repeats: 1\n    max_attempts: 1\n    timeout_secs: 5\n";
-    s.write("p.yaml", &curation_pipeline("syn", &mirrors, &server.base_url, extra, ""));
-    let mut run = common::curate_cmd(s.dir.path(), &["run", "p.yaml"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let state = s.path(".curate/syn");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
-    let running =
-        |state: &std::path::Path| containers_of(state).into_iter().filter(|(_, st)| st == "running").count();
-    while !state.exists() || running(&state) == 0 {
-        assert!(std::time::Instant::now() < deadline, "no test container started");
-        assert!(run.try_wait().unwrap().is_none(), "the run ended before a test ran");
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    let (mut run, state) = run_until_a_test_runs(&s, "syn", &record, &server.base_url, 5);
     let seen = std::time::Instant::now();
     run.kill().unwrap(); // SIGKILL: nothing of curate's runs after this
     run.wait().unwrap();
@@ -224,24 +240,7 @@ fn a_second_signal_removes_the_running_containers_before_exit() {
     let (record, _) = durations3();
     let server = Server::responding(|_| fence("import time\n\n\ndef test_slow():\n    time.sleep(600)\n"));
     let s = Scratch::new();
-    let mirrors = s.sample_mirrors();
-    s.write("one.jsonl", &format!("{record}\n"));
-    let extra = "    repeats: 1\n    max_attempts: 1\n    timeout_secs: 120\n";
-    s.write("p.yaml", &curation_pipeline("sig", &mirrors, &server.base_url, extra, ""));
-    let mut run = common::curate_cmd(s.dir.path(), &["run", "p.yaml"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let state = s.path(".curate/sig");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
-    let running =
-        |state: &std::path::Path| containers_of(state).into_iter().filter(|(_, st)| st == "running").count();
-    while !state.exists() || running(&state) == 0 {
-        assert!(std::time::Instant::now() < deadline, "no test container started");
-        assert!(run.try_wait().unwrap().is_none(), "the run ended before a test ran");
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    let (mut run, state) = run_until_a_test_runs(&s, "sig", &record, &server.base_url, 120);
     for _ in 0..2 {
         // SAFETY: a plain kill(2) of our own child.
         unsafe { libc::kill(run.id() as i32, libc::SIGTERM) };
