@@ -451,3 +451,86 @@ fn what_no_rule_knows_goes_to_the_model_whose_changes_are_checked_and_applied() 
     assert!(o["dockerfiles"]["deps"].as_str().unwrap().contains("ENV NEEDSMODE_TESTING=1\n"), "{o}");
     assert!(o["install_script"].as_str().unwrap().contains("export NEEDSMODE_TESTING=1\n"), "{o}");
 }
+
+/// A fix in a C extension is built before the fixed side runs: the reviewed image holds the
+/// reviewed build, and copying the fixed tree over it would run that build on both sides. The
+/// project's test that the fix adds fails on the reviewed code and passes on the fixed code only
+/// when the fixed side gets an image of its own with the extension rebuilt.
+#[test]
+fn a_fix_in_a_c_extension_runs_its_own_build() {
+    if !docker_or_skip("a compiled-fix test") {
+        return;
+    }
+    let s = Scratch::new();
+    let name = "cfix";
+    let c = |value: u32| {
+        format!(
+            "#include <Python.h>\nstatic PyObject *answer(PyObject *self, PyObject *args) {{ return PyLong_FromLong({value}); }}\n\
+             static PyMethodDef methods[] = {{{{\"answer\", answer, METH_NOARGS, NULL}}, {{NULL, NULL, 0, NULL}}}};\n\
+             static struct PyModuleDef m = {{PyModuleDef_HEAD_INIT, \"_fast\", NULL, -1, methods}};\n\
+             PyMODINIT_FUNC PyInit__fast(void) {{ return PyModule_Create(&m); }}\n"
+        )
+    };
+    let pyproject = "[build-system]\nrequires = [\"setuptools>=64\"]\nbuild-backend = \"setuptools.build_meta\"\n[project]\nname = \"cfix\"\nversion = \"0.1\"\n";
+    let setup = "from setuptools import setup, Extension\nsetup(ext_modules=[Extension('cfix._fast', ['cfix/_fast.c'])])\n";
+    let dir = s.path(&format!("src/{name}"));
+    let files = [
+        ("pyproject.toml", pyproject.to_string()),
+        ("setup.py", setup.to_string()),
+        ("cfix/__init__.py", "from ._fast import answer\n".to_string()),
+        ("cfix/_fast.c", c(1)),
+        (
+            "tests/test_fast.py",
+            "import cfix\n\ndef test_module():\n    assert cfix.answer() > 0\n".to_string(),
+        ),
+    ];
+    for (path, text) in &files {
+        s.write(&format!("src/{name}/{path}"), text);
+    }
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"])
+            .args(args)
+            .env("GIT_AUTHOR_DATE", "2024-06-01T00:00:00Z")
+            .env("GIT_COMMITTER_DATE", "2024-06-01T00:00:00Z")
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["add", "."]);
+    git(&["commit", "-qm", "reviewed"]);
+    let reviewed = git(&["rev-parse", "HEAD"]);
+    s.write(&format!("src/{name}/cfix/_fast.c"), &c(2));
+    s.write(
+        &format!("src/{name}/tests/test_fast.py"),
+        "import cfix\n\ndef test_module():\n    assert cfix.answer() > 0\n\ndef test_answer():\n    assert cfix.answer() == 2\n",
+    );
+    git(&["commit", "-qam", "fixed"]);
+    let fixed = git(&["rev-parse", "HEAD"]);
+    let record = json!({"instance_id": format!("t__{name}-1"), "repo": format!("t/{name}"), "base_commit": reviewed,
+        "created_at": "2025-01-02T00:00:00Z", "commit_to_review": {"head_commit": reviewed}, "merged_commit": fixed,
+        "reference_review_comments": []});
+    let jsonl = s.write(&format!("{name}.jsonl"), &format!("{record}\n"));
+    pipeline(&s, &jsonl, &format!("{}/src/{{name}}", s.dir.path().display()));
+    let yaml = std::fs::read_to_string(s.path("p.yaml")).unwrap()
+        + "  - id: project\n    kind: project_tests\n    needs: env\n";
+    s.write("p.yaml", &yaml);
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    let done = outputs(&s);
+    let env = &done.iter().find(|(_, o)| o.get("deps_image").is_some()).expect("the environment is built").1;
+    assert!(env["rebuild"].as_str().unwrap().contains("-e"), "the install is recorded: {env}");
+    let project = &done.iter().find(|(_, o)| o.get("fail_to_pass").is_some()).expect("project tests ran").1;
+    assert_eq!(project["fail_to_pass"], json!(["tests/test_fast.py::test_answer"]), "{project}");
+    assert_eq!(project["pass_to_pass"], json!(["tests/test_fast.py::test_module"]), "{project}");
+    let image = env["image"].as_str().unwrap();
+    let rebuilt = format!("{}-rebuilt", image.split(':').next().unwrap());
+    let listed = Command::new("docker").args(["images", "-q", &rebuilt]).output().unwrap();
+    let ids = String::from_utf8_lossy(&listed.stdout).trim().to_string();
+    assert!(!ids.is_empty(), "the fixed side has an image of its own ({rebuilt})");
+    let _ = Command::new("docker").args(["image", "rm", "-f", image]).args(ids.lines()).output();
+}

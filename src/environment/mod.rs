@@ -10,3 +10,4 @@ pub mod rebuild;
 pub mod recipe;
 pub mod related;
 pub mod repair;
+pub mod tree_image;

@@ -23,6 +23,7 @@ use crate::agent::{Agent, AgentConfig, AgentTask, ReviewNote, file_patch};
 use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
+use crate::environment::tree_image::{self, TreeImageError};
 use crate::errors::ConfigError;
 use crate::exec::hosts::Hosts;
 use crate::exec::testrun::{NodeOutcome, Target, Verdict, project_outcomes, run_target};
@@ -30,7 +31,7 @@ use crate::record::PullRequest;
 use crate::repo::Mirrors;
 use crate::repo::workspace::{history_free_copy, write_files};
 use crate::synthesis::oracle::for_feedback;
-use crate::synthesis::project::module_of_node;
+use crate::synthesis::project::{changed_paths, module_of_node};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -104,7 +105,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
 struct Inputs {
     pr: PullRequest,
     task: AgentTask,
-    image: String,
+    environment: Environment,
     test: Test,
     /// The project's tests that passed on both sides, when a `project_tests` stage is upstream.
     pass_to_pass: Option<Vec<String>>,
@@ -129,7 +130,7 @@ fn inputs(input: &TaskInput) -> Result<Inputs, TaskError> {
     };
     let project: Option<contract::ProjectTests> = contract::upstream_if_any(input)?;
     let pass_to_pass = project.map(|p| p.pass_to_pass);
-    Ok(Inputs { image: environment.image, test, pass_to_pass, pr, task })
+    Ok(Inputs { environment, test, pass_to_pass, pr, task })
 }
 
 /// Writes a project test's test side over the revised tree `copy` (after the agent is done: it
@@ -212,6 +213,7 @@ impl Validation {
     async fn hidden_test(
         &self,
         i: &Inputs,
+        image: &str,
         copy: &std::path::Path,
     ) -> Result<crate::exec::testrun::TestRun, TaskError> {
         let nodes: Vec<String> = i.test.project.iter().map(|p| p.node.clone()).collect();
@@ -222,7 +224,23 @@ impl Validation {
             }
             None => Target::File { name: &i.test.test_file, code: &i.test.test },
         };
-        Ok(run_target(&*self.docker, &i.image, copy, target, self.timeout, 0).await?)
+        Ok(run_target(&*self.docker, image, copy, target, self.timeout, 0).await?)
+    }
+
+    /// The image the revision in `copy` runs in: with its compiled sources built, when it changes
+    /// any; `Err` with why when they do not build (the revision's fault).
+    async fn revision_image(
+        &self,
+        env: &Environment,
+        copy: &std::path::Path,
+        diff: &str,
+    ) -> Result<Result<String, TreeImageError>, TaskError> {
+        let changed = changed_paths(diff);
+        match tree_image::image_with(&self.docker, &env.image, env.rebuild.as_deref(), copy, &changed).await {
+            Ok(image) => Ok(Ok(image)),
+            Err(e) if e.is_data_error() => Ok(Err(e)),
+            Err(e) => Err(TaskError::infra(e)),
+        }
     }
 
     /// The tests of `pass_to_pass` that do not pass on the revision in `copy`, run module by
@@ -230,15 +248,14 @@ impl Validation {
     /// fix's test side over it when the hidden test is the project's.
     async fn broken(
         &self,
-        i: &Inputs,
+        image: &str,
         copy: &std::path::Path,
         pass_to_pass: &[String],
     ) -> Result<Vec<String>, TaskError> {
         let mut modules: Vec<String> = pass_to_pass.iter().map(|n| module_of_node(n).to_string()).collect();
         modules.sort();
         modules.dedup();
-        let (_, outcomes) =
-            project_outcomes(&*self.docker, &i.image, copy, &modules, self.timeout * 5).await?;
+        let (_, outcomes) = project_outcomes(&*self.docker, image, copy, &modules, self.timeout * 5).await?;
         Ok(regressions(pass_to_pass, &outcomes))
     }
 }
@@ -266,11 +283,29 @@ impl AsyncStage for Validation {
                 last = reasons::NO_CHANGE;
                 continue;
             }
-            let run = self.hidden_test(&i, &copy).await?;
+            let image = match self.revision_image(&i.environment, &copy, &revision.diff).await? {
+                Ok(image) => image,
+                Err(unbuilt) => {
+                    history.push(Attempt {
+                        attempt,
+                        patch: revision.diff.clone(),
+                        transcript: revision.transcript,
+                        test: Some(HiddenRun {
+                            verdict: Verdict::CollectionError,
+                            output: unbuilt.to_string(),
+                        }),
+                        regression: None,
+                        result: reasons::FAILED,
+                    });
+                    last = reasons::FAILED;
+                    continue;
+                }
+            };
+            let run = self.hidden_test(&i, &image, &copy).await?;
             let passed = run.verdict == Verdict::Passed;
             let regression = match (&i.pass_to_pass, passed) {
                 (Some(p2p), true) if !p2p.is_empty() => {
-                    Some(Regression { checked: p2p.len(), broken: self.broken(&i, &copy, p2p).await? })
+                    Some(Regression { checked: p2p.len(), broken: self.broken(&image, &copy, p2p).await? })
                 }
                 _ => None,
             };

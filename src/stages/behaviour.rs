@@ -24,6 +24,7 @@ use super::{AsyncStage, StageContext, StageDef, TaskError, TaskInput, adapt, com
 use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
+use crate::environment::tree_image::{self, TreeImageError};
 use crate::errors::ConfigError;
 use crate::exec::hosts::Hosts;
 use crate::exec::probe::{self, Request};
@@ -111,7 +112,43 @@ fn changed_lines(
     (added, removed)
 }
 
+/// The image the fixed tree runs in (its compiled sources built), or why it has none.
+async fn fixed_image(
+    docker: &Hosts,
+    environment: &contract::Environment,
+    reviewed: &std::path::Path,
+    fixed: &std::path::Path,
+) -> Result<Result<String, TreeImageError>, TaskError> {
+    let rebuild = environment.rebuild.as_deref();
+    match tree_image::image_for(docker, &environment.image, rebuild, reviewed, fixed).await {
+        Ok(image) => Ok(Ok(image)),
+        Err(e) if e.is_data_error() => Ok(Err(e)),
+        Err(e) => Err(TaskError::infra(e)),
+    }
+}
+
 impl Behaviour {
+    /// The reviewed and the fixed trees checked out into `reviewed` and `fixed`, and the fix's
+    /// diff of `path`.
+    async fn checkouts(
+        &self,
+        pr: &crate::record::PullRequest,
+        fixed_commit: String,
+        path: &str,
+        reviewed: &std::path::Path,
+        fixed: &std::path::Path,
+    ) -> Result<String, TaskError> {
+        let (mirrors, repo, head, path) =
+            (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone(), path.to_string());
+        let (r, f) = (reviewed.to_path_buf(), fixed.to_path_buf());
+        tokio::task::spawn_blocking(move || {
+            let mirror = mirrors.checkout_pair(&repo, (&head, &fixed_commit), &r, &f)?;
+            Ok::<_, TaskError>(mirror.diff_of(&head, &fixed_commit, &[&path])?)
+        })
+        .await
+        .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))?
+    }
+
     async fn observe(&self, input: &TaskInput) -> Result<Value, TaskError> {
         let (pr, comment) = comment_records(input)?;
         let context: contract::CommentContext = contract::upstream(input)?;
@@ -126,15 +163,7 @@ impl Behaviour {
         let work =
             tempfile::tempdir().map_err(|e| TaskError::infra(format!("no temporary directory: {e}")))?;
         let (reviewed, fixed) = (work.path().join("reviewed"), work.path().join("fixed"));
-        let (mirrors, repo, head, path) =
-            (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone(), context.path.clone());
-        let (r, f) = (reviewed.clone(), fixed.clone());
-        let diff = tokio::task::spawn_blocking(move || {
-            let mirror = mirrors.checkout_pair(&repo, (&head, &fixed_commit), &r, &f)?;
-            Ok::<_, TaskError>(mirror.diff_of(&head, &fixed_commit, &[&path])?)
-        })
-        .await
-        .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))??;
+        let diff = self.checkouts(&pr, fixed_commit, &context.path, &reviewed, &fixed).await?;
 
         let (added, removed) = changed_lines(&context, attribution.as_ref(), &diff);
         let module = facts::module_of(&context.path, &environment.imports);
@@ -148,7 +177,14 @@ impl Behaviour {
             calls: None,
         };
         let docker = &*self.docker;
-        let on_fixed = probe::run(docker, &environment.image, &fixed, &request).await?;
+        let fixed_image = match fixed_image(docker, &environment, &reviewed, &fixed).await? {
+            Ok(image) => image,
+            Err(unbuilt) => {
+                let skipped = format!("the fixed commit does not build: {unbuilt}");
+                return Ok(json!({"differences": [], "skipped": skipped}));
+            }
+        };
+        let on_fixed = probe::run(docker, &fixed_image, &fixed, &request).await?;
         request.calls = Some(on_fixed.calls.iter().map(|c| (c.from.clone(), c.call.clone())).collect());
         let on_reviewed = probe::run(docker, &environment.image, &reviewed, &request).await?;
         let all = observed::differences(&on_fixed.calls, &on_reviewed.calls);
@@ -157,12 +193,14 @@ impl Behaviour {
         let mut partial_run = None;
         if let (Some(attribution), false) = (&attribution, all.is_empty()) {
             let changes = attribution.changes();
+            // On the fixed build, only Python changes can be undone alone.
+            let compiled = changes.iter().any(|c| tree_image::is_compiled_source(c.path));
             let texts = partial::fixed_texts(&changes, &fixed);
             let tree = partial::tree(&reviewed, &fixed, &changes, &texts).await.map_err(|e| {
                 TaskError::infra(format!("cannot make the tree with the comment's change undone: {e}"))
             })?;
-            if let Some(tree) = tree {
-                partial_run = Some(probe::run(docker, &environment.image, tree.path(), &request).await?);
+            if let (Some(tree), false) = (tree, compiled) {
+                partial_run = Some(probe::run(docker, &fixed_image, tree.path(), &request).await?);
             }
         }
         let caused = match &partial_run {

@@ -128,6 +128,11 @@ pub struct Environment {
     /// Top-level packages the project's code imports as (its own modules, not dependencies).
     #[serde(default)]
     pub imports: Vec<String>,
+    /// The project's install, run in `/repo`, when the image compiled the reviewed commit: a tree
+    /// whose compiled sources differ runs in an image with it run again
+    /// ([`crate::environment::tree_image`]). Absent for a project imported from its sources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rebuild: Option<String>,
 }
 
 impl Contract for Environment {

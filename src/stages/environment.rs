@@ -621,7 +621,11 @@ fn output(
     repairs: Vec<Attempt>,
 ) -> Result<Value, TaskError> {
     let record = Record {
-        environment: contract::Environment { image: built.image, imports: p.project.imports.clone() },
+        environment: contract::Environment {
+            image: built.image,
+            imports: p.project.imports.clone(),
+            rebuild: r.instance_layer.as_ref().map(|_| r.install_command.clone()),
+        },
         deps_image: &r.deps_image,
         deps_reused: built.deps_reused,
         instance_layer: &r.instance_layer,

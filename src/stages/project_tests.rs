@@ -22,6 +22,7 @@ use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::environment::related::{importing_tests, related_tests};
+use crate::environment::tree_image;
 use crate::errors::ConfigError;
 use crate::exec::hosts::Hosts;
 use crate::exec::testrun::{TestRun, project_outcomes};
@@ -84,6 +85,9 @@ struct Record {
     /// Each side's run, when modules ran.
     reviewed: Option<Value>,
     fixed: Option<Value>,
+    /// Why the modules did not run: the fix's compiled sources do not build.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unbuilt: Option<String>,
 }
 
 impl Stage {
@@ -120,38 +124,69 @@ impl Stage {
             modules,
             reviewed: None,
             fixed: None,
+            unbuilt: None,
         };
         if !record.modules.is_empty() {
-            let (on_reviewed, on_fixed) =
-                self.run_both(&environment.image, &reviewed, &fixed, &record).await?;
+            let Some((on_reviewed, on_fixed)) =
+                self.run_both(&environment, &reviewed, &fixed, &mut record).await?
+            else {
+                return to_value(&record);
+            };
             record.tests.fail_to_pass = project::fail_to_pass(&on_reviewed.1, &on_fixed.1);
             record.tests.pass_to_pass = project::pass_to_pass(&on_reviewed.1, &on_fixed.1);
             record.reviewed = Some(run_record(&on_reviewed.0));
             record.fixed = Some(run_record(&on_fixed.0));
         }
-        serde_json::to_value(&record)
-            .map_err(|e| TaskError::infra(format!("cannot store the project's tests: {e}")))
+        to_value(&record)
     }
 
-    /// The modules run on the reviewed tree with the fix's test side in it, and on the fixed tree.
+    /// The modules run on the reviewed tree with the fix's test side in it, and on the fixed tree,
+    /// each in the image its compiled sources need; `None` (and `unbuilt` said) when a side's
+    /// sources do not build.
     async fn run_both(
         &self,
-        image: &str,
+        environment: &contract::Environment,
         reviewed: &Path,
         fixed: &Path,
-        record: &Record,
-    ) -> Result<(Outcomes, Outcomes), TaskError> {
+        record: &mut Record,
+    ) -> Result<Option<(Outcomes, Outcomes)>, TaskError> {
         let with_tests =
             project::with_fixed_tests(reviewed, fixed, &record.tests.test_paths).await.map_err(|e| {
                 TaskError::infra(format!("cannot put the fixed tests into the reviewed tree: {e}"))
             })?;
         let docker = &*self.docker;
+        let image = |tree: &Path| {
+            let tree = tree.to_path_buf();
+            async move {
+                tree_image::image_for(
+                    docker,
+                    &environment.image,
+                    environment.rebuild.as_deref(),
+                    reviewed,
+                    &tree,
+                )
+                .await
+            }
+        };
+        let images = match (image(with_tests.path()).await, image(fixed).await) {
+            (Ok(r), Ok(f)) => (r, f),
+            (Err(e), _) | (_, Err(e)) if e.is_data_error() => {
+                record.unbuilt = Some(e.to_string());
+                return Ok(None);
+            }
+            (Err(e), _) | (_, Err(e)) => return Err(TaskError::infra(e)),
+        };
         let (on_reviewed, on_fixed) = tokio::join!(
-            project_outcomes(docker, image, with_tests.path(), &record.modules, self.timeout),
-            project_outcomes(docker, image, fixed, &record.modules, self.timeout)
+            project_outcomes(docker, &images.0, with_tests.path(), &record.modules, self.timeout),
+            project_outcomes(docker, &images.1, fixed, &record.modules, self.timeout)
         );
-        Ok((on_reviewed?, on_fixed?))
+        Ok(Some((on_reviewed?, on_fixed?)))
     }
+}
+
+fn to_value(record: &Record) -> Result<Value, TaskError> {
+    serde_json::to_value(record)
+        .map_err(|e| TaskError::infra(format!("cannot store the project's tests: {e}")))
 }
 
 type Outcomes = (TestRun, std::collections::BTreeMap<String, crate::exec::testrun::NodeOutcome>);

@@ -22,6 +22,7 @@ use super::{AsyncStage, StageContext, StageDef, TaskError, TaskInput, adapt, com
 use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
+use crate::environment::tree_image;
 use crate::errors::ConfigError;
 use crate::exec::hosts::Hosts;
 use crate::exec::testrun::{TestRun, Verdict};
@@ -33,7 +34,9 @@ use crate::repo::Mirrors;
 use crate::synthesis::answer::test_code;
 use crate::synthesis::example;
 use crate::synthesis::facts::{self, MAX_SIGNATURES};
-use crate::synthesis::judge::{Judge, JudgeError, Judged, PROJECT_TEST, Trees, in_tree_path, verdict_name};
+use crate::synthesis::judge::{
+    Images, Judge, JudgeError, Judged, PROJECT_TEST, Trees, in_tree_path, verdict_name,
+};
 use crate::synthesis::mend;
 use crate::synthesis::observed;
 use crate::synthesis::oracle::{Miss, for_feedback, reasons};
@@ -299,8 +302,7 @@ struct Inputs {
     pr: PullRequest,
     comment: ReviewComment,
     context: contract::CommentContext,
-    image: String,
-    packages: Vec<String>,
+    environment: contract::Environment,
     /// The changes of the fix that answer the comment, when an `attribution` stage is upstream:
     /// an accepted test must then reach them.
     attribution: Option<contract::Attribution>,
@@ -343,16 +345,7 @@ fn inputs(input: &TaskInput) -> Result<Inputs, TaskError> {
     let attribution = contract::upstream_if_any(input)?;
     let observed = contract::upstream_if_any(input)?;
     let project_tests = contract::upstream_if_any(input)?;
-    Ok(Inputs {
-        pr,
-        comment,
-        context,
-        image: environment.image,
-        packages: environment.imports,
-        attribution,
-        observed,
-        project_tests,
-    })
+    Ok(Inputs { pr, comment, context, environment, attribution, observed, project_tests })
 }
 
 /// What the stage records of an accepted test: the contract, its kind and evidence, and the
@@ -538,7 +531,7 @@ impl Synthesis {
                 i.observed.as_ref().map_or("# not observed".into(), |o| observed::shown(&o.differences)),
             ),
             ("path", path.to_string()),
-            ("module", facts::module_of(path, &i.packages)),
+            ("module", facts::module_of(path, &i.environment.imports)),
             ("comment", i.comment.text.trim().to_string()),
             ("diff_hunk", hunk),
             ("file_before", clip(&c.file_before, start, end, self.file_lines)),
@@ -576,11 +569,24 @@ impl Synthesis {
         };
         let work = self.checkouts(&i, fixed_commit).await?;
         // Docker only once the data is known to be whole: a missing commit needs no daemon to say so.
+        let env = &i.environment;
+        let fixed_image = tree_image::image_for(
+            &self.docker,
+            &env.image,
+            env.rebuild.as_deref(),
+            &work.reviewed,
+            &work.fixed,
+        )
+        .await
+        .map_err(|e| match e.is_data_error() {
+            true => TaskError::reject(format!("the fixed commit does not build: {e}")),
+            false => TaskError::infra(e),
+        })?;
         let judge = Judge {
             docker: &self.docker,
-            image: &i.image,
+            images: Images { reviewed: &env.image, fixed: &fixed_image },
             trees: Trees { reviewed: &work.reviewed, fixed: &work.fixed },
-            packages: &i.packages,
+            packages: &env.imports,
             attribution: i.attribution.as_ref().map(contract::Attribution::attributed),
             repeats: self.repeats,
             timeout: self.timeout,
@@ -652,7 +658,14 @@ impl Synthesis {
         history.push(j.record.clone());
         Ok(j.outcome.is_ok().then(|| {
             let place = (file, judge.in_tree);
-            accepted_output(place, &j, &i.packages, self.max_attempts, Some(OBSERVED_CALL), history.clone())
+            accepted_output(
+                place,
+                &j,
+                &i.environment.imports,
+                self.max_attempts,
+                Some(OBSERVED_CALL),
+                history.clone(),
+            )
         }))
     }
 
@@ -729,13 +742,14 @@ impl Synthesis {
         let head = i.pr.head_commit.clone();
         let paths: Vec<String> =
             std::iter::once(i.context.path.clone()).chain(i.context.fixed_path.clone()).collect();
-        let module = facts::module_of(&i.context.path, &i.packages);
+        let module = facts::module_of(&i.context.path, &i.environment.imports);
         let line = i.context.end_line;
         let (attribution, context) = (i.attribution.clone(), i.context.clone());
         let changed_tests = i.project_tests.as_ref().map(|t| t.test_paths.clone()).unwrap_or_default();
         let in_tree = self.project_fixtures;
         let package = i
-            .packages
+            .environment
+            .imports
             .first()
             .cloned()
             .filter(|p| *p != module && facts::is_test_file(Path::new(&i.context.path)));
@@ -811,7 +825,14 @@ impl Synthesis {
             }
             if let Some(accepted) = judged.iter().find(|j| j.outcome.is_ok()) {
                 let place = (file, judge.in_tree);
-                return Ok(Ok(accepted_output(place, accepted, &i.packages, attempt, None, history.clone())));
+                return Ok(Ok(accepted_output(
+                    place,
+                    accepted,
+                    &i.environment.imports,
+                    attempt,
+                    None,
+                    history.clone(),
+                )));
             }
             // The conversation goes on from the first candidate, the one asked at the stage's own
             // temperature and seed.

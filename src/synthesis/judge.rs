@@ -48,6 +48,14 @@ pub struct Trees<'a> {
     pub fixed: &'a Path,
 }
 
+/// The images the two sides run in: the environment's for the reviewed code; for the fixed code
+/// the same, unless the fix changes compiled sources ([`crate::environment::tree_image`]).
+#[derive(Clone, Copy)]
+pub struct Images<'a> {
+    pub reviewed: &'a str,
+    pub fixed: &'a str,
+}
+
 /// The changes of the fix that answer the comment, as the attribution stage chose them.
 pub struct Attributed<'a> {
     /// How they were chosen (`position`, `model`, ...), kept in the evidence.
@@ -58,7 +66,7 @@ pub struct Attributed<'a> {
 /// Everything one comment's candidates are judged against.
 pub struct Judge<'a> {
     pub docker: &'a Hosts,
-    pub image: &'a str,
+    pub images: Images<'a>,
     pub trees: Trees<'a>,
     /// Top-level packages of the project's own code.
     pub packages: &'a [String],
@@ -257,7 +265,7 @@ impl Judge<'_> {
         let files: Vec<String> = targets.keys().cloned().collect();
         let timeout = self.timeout * 5;
         let per_node =
-            trace_per_node(self.docker, self.image, self.trees.fixed, nodes, timeout, &files).await?;
+            trace_per_node(self.docker, self.images.fixed, self.trees.fixed, nodes, timeout, &files).await?;
         // A run that traced no test at all (killed, or the plugin never loaded) screens nothing.
         if per_node.is_empty() {
             return Ok(None);
@@ -299,10 +307,10 @@ impl Judge<'_> {
         trees: Trees<'_>,
         seed: u32,
     ) -> Result<(TestRun, TestRun), JudgeError> {
-        let (docker, image, t) = (self.docker, self.image, self.timeout);
+        let (docker, images, t) = (self.docker, self.images, self.timeout);
         let (reviewed, after) = tokio::join!(
-            run_target(docker, image, trees.reviewed, target, t, seed),
-            run_target(docker, image, trees.fixed, target, t, seed)
+            run_target(docker, images.reviewed, trees.reviewed, target, t, seed),
+            run_target(docker, images.fixed, trees.fixed, target, t, seed)
         );
         Ok((reviewed?, after?))
     }
@@ -378,7 +386,8 @@ impl Judge<'_> {
         }
         let files: Vec<String> = targets.keys().cloned().collect();
         let (run, traced) =
-            run_target_traced(self.docker, self.image, trees.fixed, target, self.timeout, &files).await?;
+            run_target_traced(self.docker, self.images.fixed, trees.fixed, target, self.timeout, &files)
+                .await?;
         let covered = relevance::covered(&targets, &traced);
         record["relevance"] = json!({
             "how": attributed.how,
@@ -416,11 +425,16 @@ impl Judge<'_> {
         target: Target<'_>,
         trees: Trees<'_>,
     ) -> Result<Option<Verdict>, JudgeError> {
+        // A compiled source undone would still run its fixed build.
+        if changes.iter().any(|c| crate::environment::tree_image::is_compiled_source(c.path)) {
+            return Ok(None);
+        }
         let work = partial::tree(trees.reviewed, trees.fixed, changes, fixed)
             .await
             .map_err(JudgeError::PartialTree)?;
         let Some(work) = work else { return Ok(None) };
-        let run = run_target(self.docker, self.image, work.path(), target, self.timeout, 0).await?;
+        // On the fixed build: the changes undone alone are Python ones.
+        let run = run_target(self.docker, self.images.fixed, work.path(), target, self.timeout, 0).await?;
         Ok(Some(run.verdict))
     }
 }
