@@ -13,6 +13,8 @@
 #   (default target/bench-real-curation; an existing state is resumed, not started again)
 #   BENCH_SKIP_FILTER=1 runs every comment past the filter (a copy of the pipeline without it), to
 #   measure the stages after it on every comment the set expects a test of.
+#   BENCH_ONLY="simplejson-284 h5py-1468" runs only those PRs (name-number, as the instance ids
+#   end), to measure a change on the PRs it concerns; the table then lists only their comments.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export CURATE_REAL_MIRRORS=${CURATE_REAL_MIRRORS:-/work/.mirror/\{owner\}+\{name\}/repo}
@@ -27,16 +29,30 @@ scripts/base-image
 scripts/model-server start >/dev/null
 
 pipeline=pipelines/real-curation.yaml
-if [ "${BENCH_SKIP_FILTER:-0}" = 1 ]; then
-    # The same pipeline with the filter cut out: the context stage reads the source directly.
+if [ "${BENCH_SKIP_FILTER:-0}" = 1 ] || [ -n "${BENCH_ONLY:-}" ]; then
+    # A copy of the pipeline: without the filter (the context stage then reads the source
+    # directly), over the chosen PRs only.
     pipeline=pipelines/.real-curation-nofilter.yaml
-    python3 - <<'PY'
-import re
+    [ "${BENCH_SKIP_FILTER:-0}" = 1 ] || pipeline=pipelines/.real-curation-only.yaml
+    python3 - "$pipeline" <<'PY'
+import json, os, re, sys
 text = open("pipelines/real-curation.yaml").read()
-text = text.replace("name: real-curation", "name: real-curation-nofilter")
-text = re.sub(r"  - id: filter\n(?:    .*\n)+", "", text)
-text = text.replace("    needs: filter\n", "")
-open("pipelines/.real-curation-nofilter.yaml", "w").write(text)
+if os.environ.get("BENCH_SKIP_FILTER", "0") == "1":
+    text = text.replace("name: real-curation", "name: real-curation-nofilter")
+    text = re.sub(r"  - id: filter\n(?:    .*\n)+", "", text)
+    text = text.replace("    needs: filter\n", "")
+only = os.environ.get("BENCH_ONLY", "").split()
+if only:
+    kept = 0
+    with open("cache/real/swe-care-only.jsonl", "w") as out:
+        for line in open("cache/real/swe-care.jsonl"):
+            if line.strip() and json.loads(line)["instance_id"].split("__", 1)[1] in only:
+                out.write(line)
+                kept += 1
+    if kept < len(only):
+        sys.exit(f"BENCH_ONLY names {len(only)} PRs; the set has {kept} of them")
+    text = text.replace("../cache/real/swe-care.jsonl", "../cache/real/swe-care-only.jsonl")
+open(sys.argv[1], "w").write(text)
 PY
 fi
 
@@ -52,7 +68,7 @@ target/release/curate report "$pipeline" --state "$state" | sed -n '/^| Stage/,/
 # set expects.
 target/release/curate explain "$pipeline" --state "$state" >"$state/explain.md"
 python3 - "$state/explain.md" <<'PY'
-import json, sys
+import json, os, sys
 expect = {}
 for line in open("datasets/real/prs.jsonl"):
     if line.strip():
@@ -68,7 +84,10 @@ for line in open(sys.argv[1]).read().splitlines()[2:]:
 print("| comment | expect | last stage | outcome | why | test by |")
 print("|---|---|---|---|---|---|")
 got = {"test": [0, 0, 0], "none": [0, 0, 0]}
+only = os.environ.get("BENCH_ONLY", "").split()
 for item in sorted(expect):
+    if only and item.split("__", 1)[1].split("#")[0] not in only:
+        continue
     _, stage, outcome, why, by = (rows.get(item) or [item, "-", "not in the state", "", ""])[:5]
     e = expect[item]
     got[e][0] += 1
