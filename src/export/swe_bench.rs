@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use super::{dir_name, output_of, test_ids};
 use crate::engine::flow::{Flow, TaskState};
+use crate::environment::tree_image::image_with;
 use crate::exec::docker::ExecError;
 use crate::exec::hosts::Hosts;
 use crate::exec::testrun::{Target, Verdict, run_target};
@@ -48,9 +49,13 @@ pub struct Instance {
     pub fail_to_pass: Vec<String>,
     #[serde(rename = "PASS_TO_PASS", with = "json_list")]
     pub pass_to_pass: Vec<String>,
-    /// The image the tests run in (`/repo` holds the repository), and how.
+    /// The image the tests run in (`/repo` holds the repository), and how. For a project the
+    /// image compiled, `test_cmd` begins with `rebuild`, so that a `patch` to its compiled sources
+    /// is built before its tests run.
     pub image_name: String,
     pub test_cmd: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rebuild: Option<String>,
     /// curate's ids: the PR instance and the comment.
     pub pr_instance: String,
     pub comment: String,
@@ -77,6 +82,8 @@ pub enum HarnessError {
     Scratch(std::io::Error),
     #[error(transparent)]
     Exec(#[from] ExecError),
+    #[error(transparent)]
+    Build(#[from] crate::environment::tree_image::TreeImageError),
 }
 
 /// A list of test ids as SWE-bench writes it: the JSON text of the list.
@@ -146,10 +153,9 @@ fn instance(
     let test: contract::Test = output_of(flow, states, contract::Test::NAME, c)
         .and_then(|t| serde_json::from_value(t.clone()).ok())
         .ok_or(HarnessError::NoTest)?;
-    let image = output_of(flow, states, contract::Environment::NAME, p)
-        .and_then(|e| e["image"].as_str())
-        .ok_or(HarnessError::NoImage)?
-        .to_string();
+    let environment: contract::Environment = output_of(flow, states, contract::Environment::NAME, p)
+        .and_then(|e| serde_json::from_value(e.clone()).ok())
+        .ok_or(HarnessError::NoImage)?;
     let project_tests: Option<contract::ProjectTests> =
         output_of(flow, states, contract::ProjectTests::NAME, p)
             .and_then(|t| serde_json::from_value(t.clone()).ok());
@@ -174,8 +180,12 @@ fn instance(
         environment_setup_commit: pr.head_commit.clone(),
         fail_to_pass,
         pass_to_pass,
-        image_name: image,
-        test_cmd: TEST_CMD.to_string(),
+        image_name: environment.image,
+        test_cmd: match &environment.rebuild {
+            Some(rebuild) => format!("{rebuild} && {TEST_CMD}"),
+            None => TEST_CMD.to_string(),
+        },
+        rebuild: environment.rebuild,
         pr_instance: pr_item.id.clone(),
         comment: item.id.clone(),
     })
@@ -317,21 +327,27 @@ pub async fn check(
     let tree = dir.path().join("repo");
     history_free_copy(mirrors, &instance.repo, &instance.base_commit, &tree).await?;
     apply_patch(&tree, &instance.test_patch).map_err(HarnessError::TestPatch)?;
-    let image = &instance.image_name;
-    let run = |nodes: &[String]| {
+    let run = |image: String, nodes: &[String]| {
         let nodes = nodes.to_vec();
         let tree = tree.clone();
         async move {
-            run_target(docker, image, &tree, Target::Project { nodes: &nodes }, timeout, 0)
+            run_target(docker, &image, &tree, Target::Project { nodes: &nodes }, timeout, 0)
                 .await
                 .map(|r| r.verdict)
         }
     };
-    let without_fix = run(&instance.fail_to_pass).await?;
+    let without_fix = run(instance.image_name.clone(), &instance.fail_to_pass).await?;
     apply_patch(&tree, &instance.patch).map_err(HarnessError::Patch)?;
-    let with_fix = run(&instance.fail_to_pass).await?;
-    let pass_to_pass =
-        if instance.pass_to_pass.is_empty() { None } else { Some(run(&instance.pass_to_pass).await?) };
+    // What `test_cmd`'s rebuild does to a patch of compiled sources, once for both runs.
+    let rebuild = instance.rebuild.as_deref();
+    let changed = crate::synthesis::project::changed_paths(&instance.patch);
+    let fixed_image = image_with(docker, &instance.image_name, rebuild, &tree, &changed).await?;
+    let with_fix = run(fixed_image.clone(), &instance.fail_to_pass).await?;
+    let pass_to_pass = if instance.pass_to_pass.is_empty() {
+        None
+    } else {
+        Some(run(fixed_image, &instance.pass_to_pass).await?)
+    };
     Ok(Checked { instance: instance.instance_id.clone(), without_fix, with_fix, pass_to_pass })
 }
 
