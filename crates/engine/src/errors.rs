@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::locate::{Position, locate, parse_path};
 
@@ -41,6 +42,17 @@ impl fmt::Display for SpecError {
         }
         f.write_str(&self.message)
     }
+}
+
+/// Text refused before it is parsed as a pipeline: the message of a [`SpecError`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShapeError {
+    #[error("the pipeline file is {bytes} bytes, more than a pipeline's {limit}; is it the right file?")]
+    TooLarge { bytes: usize, limit: usize },
+    #[error(
+        "the pipeline is nested more than {limit} levels deep (brackets or indentation); a pipeline needs a handful"
+    )]
+    TooDeep { limit: usize },
 }
 
 /// A stage's or source's own configuration was rejected by its kind. `key` is relative to the stage.
@@ -109,6 +121,13 @@ pub enum StoreError {
     Empty { db: PathBuf },
     #[error("cannot move {from} to {to}: {error}")]
     Move { from: PathBuf, to: PathBuf, error: std::io::Error },
+    /// A group of task rows could not be committed. Every task of the group, and every later one,
+    /// is told of the same error, so it is shared.
+    #[error(transparent)]
+    Write(Arc<rusqlite::Error>),
+    /// The writer was gone before it could record a task's start.
+    #[error("the store's writer has stopped")]
+    Stopped,
 }
 
 impl StoreError {

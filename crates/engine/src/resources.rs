@@ -36,13 +36,24 @@ impl fmt::Display for Resource {
 }
 
 impl FromStr for Resource {
-    type Err = String;
+    type Err = ResourceError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Resource::ALL
-            .into_iter()
-            .find(|r| r.name() == s)
-            .ok_or_else(|| format!("unknown resource `{s}`; expected one of llm, docker, cpu"))
+        Resource::ALL.into_iter().find(|r| r.name() == s).ok_or_else(|| ResourceError::Unknown(s.to_string()))
     }
+}
+
+/// A resource name that is none of them, or a `--concurrency` value that is not `RESOURCE=N` with N at
+/// least 1.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResourceError {
+    #[error("unknown resource `{0}`; expected one of llm, docker, cpu")]
+    Unknown(String),
+    #[error("expected RESOURCE=N, got `{0}`")]
+    NotAnOverride(String),
+    #[error("`{0}` is not a whole number")]
+    NotANumber(String),
+    #[error("the {0} limit must be at least 1")]
+    Zero(Resource),
 }
 
 /// Concurrency limits per resource.
@@ -70,12 +81,12 @@ impl Limits {
 }
 
 /// Parses `cpu=4` as given to `--concurrency`.
-pub fn parse_override(s: &str) -> Result<(Resource, usize), String> {
-    let (name, n) = s.split_once('=').ok_or_else(|| format!("expected RESOURCE=N, got `{s}`"))?;
+pub fn parse_override(s: &str) -> Result<(Resource, usize), ResourceError> {
+    let (name, n) = s.split_once('=').ok_or_else(|| ResourceError::NotAnOverride(s.to_string()))?;
     let resource: Resource = name.trim().parse()?;
-    let n: usize = n.trim().parse().map_err(|_| format!("`{n}` is not a whole number"))?;
+    let n: usize = n.trim().parse().map_err(|_| ResourceError::NotANumber(n.to_string()))?;
     if n == 0 {
-        return Err(format!("the {resource} limit must be at least 1"));
+        return Err(ResourceError::Zero(resource));
     }
     Ok((resource, n))
 }
@@ -97,8 +108,8 @@ mod tests {
     #[test]
     fn parses_command_line_overrides() {
         assert_eq!(parse_override("docker=3"), Ok((Resource::Docker, 3)));
-        assert!(parse_override("gpu=1").unwrap_err().contains("unknown resource"));
-        assert!(parse_override("cpu=0").unwrap_err().contains("at least 1"));
+        assert!(parse_override("gpu=1").unwrap_err().to_string().contains("unknown resource"));
+        assert!(parse_override("cpu=0").unwrap_err().to_string().contains("at least 1"));
         assert!(parse_override("cpu").is_err());
     }
 }

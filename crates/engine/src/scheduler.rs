@@ -323,7 +323,7 @@ impl<'a> Scheduler<'a> {
             if let Some(ack) = start_ack {
                 let recorded = match ack.await {
                     Ok(result) => result,
-                    Err(_) => Err("the store's writer has stopped".to_string()),
+                    Err(_) => Err(StoreError::Stopped),
                 };
                 if let Err(e) = recorded {
                     let outcome = Outcome::Errored { error: format!("cannot record the task's start: {e}") };

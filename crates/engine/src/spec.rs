@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_yaml::Mapping;
 
-use crate::errors::{ConfigError, SpecError};
+use crate::errors::{ConfigError, ShapeError, SpecError};
 use crate::item::Scope;
 use crate::locate::{locate, parse_path};
 use crate::resources::Resource;
@@ -88,11 +88,11 @@ impl PipelineSpec {
                 message: "the pipeline file is empty; it needs `name`, `source` and `stages`".into(),
             });
         }
-        check_shape(text).map_err(|message| SpecError {
+        check_shape(text).map_err(|e| SpecError {
             file: file.to_path_buf(),
             position: None,
             key: None,
-            message,
+            message: e.to_string(),
         })?;
         let de = serde_yaml::Deserializer::from_str(text);
         serde_path_to_error::deserialize(de).map_err(|e| {
@@ -125,12 +125,9 @@ pub const MAX_PIPELINE_BYTES: usize = 1 << 20;
 pub const MAX_DEPTH: usize = 64;
 
 /// Refuses, before any parsing, text too large or nested too deep to be a pipeline.
-fn check_shape(text: &str) -> Result<(), String> {
+fn check_shape(text: &str) -> Result<(), ShapeError> {
     if text.len() > MAX_PIPELINE_BYTES {
-        return Err(format!(
-            "the pipeline file is {} bytes, more than a pipeline's {MAX_PIPELINE_BYTES}; is it the right file?",
-            text.len()
-        ));
+        return Err(ShapeError::TooLarge { bytes: text.len(), limit: MAX_PIPELINE_BYTES });
     }
     let (mut depth, mut deepest) = (0usize, 0usize);
     let mut quote: Option<char> = None;
@@ -151,9 +148,7 @@ fn check_shape(text: &str) -> Result<(), String> {
     let indent = text.lines().map(|l| l.len() - l.trim_start_matches([' ', '-']).len()).max().unwrap_or(0);
     // Two columns a level, as pipelines are written.
     if deepest > MAX_DEPTH || indent > 2 * MAX_DEPTH {
-        return Err(format!(
-            "the pipeline is nested more than {MAX_DEPTH} levels deep (brackets or indentation); a pipeline needs a handful"
-        ));
+        return Err(ShapeError::TooDeep { limit: MAX_DEPTH });
     }
     Ok(())
 }

@@ -94,9 +94,9 @@ pub struct Finish {
 }
 
 enum Msg {
-    Start { key: TaskKey, stage: Arc<str>, item: String, ack: oneshot::Sender<Result<(), String>> },
+    Start { key: TaskKey, stage: Arc<str>, item: String, ack: oneshot::Sender<Result<(), StoreError>> },
     Finish(Finish),
-    Flush(oneshot::Sender<Result<(), String>>),
+    Flush(oneshot::Sender<Result<(), StoreError>>),
 }
 
 /// The writing side of the store, owned by a run.
@@ -104,7 +104,7 @@ pub struct Store {
     db: PathBuf,
     tx: Option<mpsc::Sender<Msg>>,
     writer: Option<std::thread::JoinHandle<()>>,
-    failure: Arc<Mutex<Option<String>>>,
+    failure: Arc<Mutex<Option<Arc<rusqlite::Error>>>>,
 }
 
 fn now() -> f64 {
@@ -198,11 +198,11 @@ impl Store {
         key: TaskKey,
         stage: Arc<str>,
         item: String,
-    ) -> oneshot::Receiver<Result<(), String>> {
+    ) -> oneshot::Receiver<Result<(), StoreError>> {
         let (ack, rx) = oneshot::channel();
         if !self.send(Msg::Start { key, stage, item, ack }) {
             let (ack, rx) = oneshot::channel();
-            let _ = ack.send(Err("the store's writer has stopped".into()));
+            let _ = ack.send(Err(StoreError::Stopped));
             return rx;
         }
         rx
@@ -221,14 +221,14 @@ impl Store {
         }
         match rx.await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(StoreError::WriterGone(e)),
+            Ok(Err(e)) => Err(StoreError::WriterGone(e.to_string())),
             Err(_) => Err(StoreError::WriterGone(self.failure().unwrap_or_default())),
         }
     }
 
     /// The first write error, if any: the run must stop, its results can no longer be kept.
     pub fn failure(&self) -> Option<String> {
-        self.failure.lock().ok().and_then(|f| f.clone())
+        self.failure.lock().ok().and_then(|f| f.as_ref().map(|e| e.to_string()))
     }
 }
 
@@ -241,7 +241,11 @@ impl Drop for Store {
     }
 }
 
-fn write_loop(mut conn: Connection, rx: mpsc::Receiver<Msg>, failure: Arc<Mutex<Option<String>>>) {
+fn write_loop(
+    mut conn: Connection,
+    rx: mpsc::Receiver<Msg>,
+    failure: Arc<Mutex<Option<Arc<rusqlite::Error>>>>,
+) {
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < 8192 {
@@ -253,7 +257,7 @@ fn write_loop(mut conn: Connection, rx: mpsc::Receiver<Msg>, failure: Arc<Mutex<
         let already_failed = failure.lock().ok().and_then(|f| f.clone());
         let result = match already_failed {
             Some(e) => Err(e),
-            None => apply(&mut conn, &batch).map_err(|e| e.to_string()),
+            None => apply(&mut conn, &batch).map_err(Arc::new),
         };
         if let Err(e) = &result
             && let Ok(mut f) = failure.lock()
@@ -264,7 +268,7 @@ fn write_loop(mut conn: Connection, rx: mpsc::Receiver<Msg>, failure: Arc<Mutex<
         for msg in batch {
             match msg {
                 Msg::Start { ack, .. } | Msg::Flush(ack) => {
-                    let _ = ack.send(result.clone());
+                    let _ = ack.send(result.clone().map_err(StoreError::Write));
                 }
                 Msg::Finish(_) => {}
             }
