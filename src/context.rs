@@ -124,6 +124,6 @@ impl StageContext<'_> {
         let full = self.dir.join(path);
         let text = crate::engine::files::read_regular_text(&full, crate::engine::files::MAX_CONFIG_BYTES)
             .map_err(|e| ConfigError::new(key, format!("cannot read {}: {e}", full.display())))?;
-        Template::parse(&text, known).map_err(|e| ConfigError::new(key, e))
+        Template::parse(&text, known).map_err(|e| ConfigError::new(key, e.to_string()))
     }
 }

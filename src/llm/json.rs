@@ -2,8 +2,18 @@
 
 use serde_json::Value;
 
+/// Why no object came out of a model's answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ObjectError {
+    /// There are braces, but nothing between them parses as an object.
+    #[error("the answer has no valid JSON object")]
+    Invalid,
+    #[error("the answer contains no JSON object")]
+    Absent,
+}
+
 /// The first complete JSON object in `text`.
-pub fn extract_object(text: &str) -> Result<Value, String> {
+pub fn extract_object(text: &str) -> Result<Value, ObjectError> {
     let trimmed = text.trim();
     if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(trimmed) {
         return Ok(v);
@@ -16,11 +26,7 @@ pub fn extract_object(text: &str) -> Result<Value, String> {
             return Ok(v);
         }
     }
-    Err(if trimmed.contains('{') {
-        "the answer has no valid JSON object".to_string()
-    } else {
-        "the answer contains no JSON object".to_string()
-    })
+    Err(if trimmed.contains('{') { ObjectError::Invalid } else { ObjectError::Absent })
 }
 
 /// Index of the `}` closing the `{` at the start of `s`, skipping braces inside strings.
@@ -69,8 +75,8 @@ mod tests {
 
     #[test]
     fn says_what_is_wrong() {
-        assert!(extract_object("no json here").unwrap_err().contains("no JSON object"));
-        assert!(extract_object("{\"a\": }").unwrap_err().contains("no valid JSON"));
+        assert!(extract_object("no json here").unwrap_err().to_string().contains("no JSON object"));
+        assert!(extract_object("{\"a\": }").unwrap_err().to_string().contains("no valid JSON"));
         assert!(extract_object("[1, 2]").is_err());
     }
 }

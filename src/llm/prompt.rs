@@ -6,6 +6,15 @@ use std::collections::BTreeMap;
 
 use super::types::Message;
 
+/// A prompt file that is not a template this stage can fill.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    #[error("a prompt needs a `[user]` part, optionally after a `[system]` part")]
+    NoUserPart,
+    #[error("unknown placeholder `{{{{{name}}}}}`; this stage provides: {}", .known.join(", "))]
+    UnknownPlaceholder { name: String, known: Vec<String> },
+}
+
 #[derive(Debug, Clone)]
 pub struct Template {
     system: String,
@@ -25,20 +34,18 @@ fn placeholders(text: &str) -> Vec<String> {
 
 impl Template {
     /// Parses a template and checks that it uses only the `known` placeholders.
-    pub fn parse(text: &str, known: &[&str]) -> Result<Template, String> {
+    pub fn parse(text: &str, known: &[&str]) -> Result<Template, TemplateError> {
         let (system, user) = match (text.find("[system]"), text.find("[user]")) {
             (Some(s), Some(u)) if s < u => {
                 (text[s + 8..u].trim().to_string(), text[u + 6..].trim().to_string())
             }
             (None, Some(u)) => (String::new(), text[u + 6..].trim().to_string()),
-            _ => return Err("a prompt needs a `[user]` part, optionally after a `[system]` part".into()),
+            _ => return Err(TemplateError::NoUserPart),
         };
         for name in placeholders(&system).into_iter().chain(placeholders(&user)) {
             if !known.contains(&name.as_str()) {
-                return Err(format!(
-                    "unknown placeholder `{{{{{name}}}}}`; this stage provides: {}",
-                    known.join(", ")
-                ));
+                let known = known.iter().map(|k| k.to_string()).collect();
+                return Err(TemplateError::UnknownPlaceholder { name, known });
             }
         }
         Ok(Template { system, user })
@@ -90,6 +97,7 @@ mod tests {
         assert!(
             Template::parse("[user]\n{{nope}}", &["comment"])
                 .unwrap_err()
+                .to_string()
                 .contains("unknown placeholder `{{nope}}`")
         );
         assert!(Template::parse("just text", &[]).is_err());

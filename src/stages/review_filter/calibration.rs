@@ -8,9 +8,45 @@
 //! reads the record and keeps a comment when its confidence reaches the threshold; a record made for
 //! another prompt or model is refused, since the threshold means nothing for them.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+/// The way out of every refused calibration.
+const REDO: &str = "run `curate gold PIPELINE --record` with the model server up to calibrate again";
+
+/// The first characters of a hash, enough to tell two apart.
+fn short(sha256: &str) -> &str {
+    sha256.get(..12).unwrap_or(sha256)
+}
+
+/// A calibration record the stage cannot use.
+#[derive(Debug, thiserror::Error)]
+pub enum CalibrationError {
+    #[error("cannot read the calibration {}: {error}; {REDO}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        error: std::io::Error,
+    },
+    #[error("{}: not a calibration record: {error}", path.display())]
+    Malformed {
+        path: PathBuf,
+        #[source]
+        error: serde_json::Error,
+    },
+    #[error(
+        "{} was calibrated for another version of the prompt (sha256 {}…, now {}…); {REDO}",
+        path.display(),
+        short(recorded),
+        short(current)
+    )]
+    OtherPrompt { path: PathBuf, recorded: String, current: String },
+    #[error("{} was calibrated for other model settings ({recorded}, now {current}); {REDO}", path.display())]
+    OtherModel { path: PathBuf, recorded: serde_json::Value, current: serde_json::Value },
+    #[error("{}: threshold {threshold} is not a probability", path.display())]
+    NotAProbability { path: PathBuf, threshold: f64 },
+}
 
 /// Keep is the positive class.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -125,34 +161,34 @@ pub struct Calibration {
 
 impl Calibration {
     /// The record at `path`, checked to be for this prompt and these model settings.
-    pub fn load(path: &Path, prompt_sha256: &str, llm: &serde_json::Value) -> Result<Calibration, String> {
-        let redo = "run `curate gold PIPELINE --record` with the model server up to calibrate again";
+    pub fn load(
+        path: &Path,
+        prompt_sha256: &str,
+        llm: &serde_json::Value,
+    ) -> Result<Calibration, CalibrationError> {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the calibration {}: {e}; {redo}", path.display()))?;
+            .map_err(|error| CalibrationError::Read { path: path.to_path_buf(), error })?;
         let calibration: Calibration = serde_json::from_str(&text)
-            .map_err(|e| format!("{}: not a calibration record: {e}", path.display()))?;
+            .map_err(|error| CalibrationError::Malformed { path: path.to_path_buf(), error })?;
         if calibration.prompt_sha256 != prompt_sha256 {
-            return Err(format!(
-                "{} was calibrated for another version of the prompt (sha256 {}…, now {}…); {redo}",
-                path.display(),
-                &calibration.prompt_sha256.get(..12).unwrap_or(&calibration.prompt_sha256),
-                &prompt_sha256.get(..12).unwrap_or(prompt_sha256)
-            ));
+            return Err(CalibrationError::OtherPrompt {
+                path: path.to_path_buf(),
+                recorded: calibration.prompt_sha256,
+                current: prompt_sha256.to_string(),
+            });
         }
         if &calibration.llm != llm {
-            return Err(format!(
-                "{} was calibrated for other model settings ({}, now {}); {redo}",
-                path.display(),
-                calibration.llm,
-                llm
-            ));
+            return Err(CalibrationError::OtherModel {
+                path: path.to_path_buf(),
+                recorded: calibration.llm,
+                current: llm.clone(),
+            });
         }
         if !(0.0..=1.0).contains(&calibration.threshold) {
-            return Err(format!(
-                "{}: threshold {} is not a probability",
-                path.display(),
-                calibration.threshold
-            ));
+            return Err(CalibrationError::NotAProbability {
+                path: path.to_path_buf(),
+                threshold: calibration.threshold,
+            });
         }
         Ok(calibration)
     }
@@ -208,12 +244,14 @@ mod tests {
             heldout: Confusion::default(),
         };
         std::fs::write(&path, serde_json::to_string_pretty(&record).unwrap()).unwrap();
-        assert_eq!(Calibration::load(&path, &"a".repeat(64), &llm), Ok(record));
-        let e = Calibration::load(&path, &"c".repeat(64), &llm).unwrap_err();
+        assert_eq!(Calibration::load(&path, &"a".repeat(64), &llm).unwrap(), record);
+        let e = Calibration::load(&path, &"c".repeat(64), &llm).unwrap_err().to_string();
         assert!(e.contains("another version of the prompt") && e.contains("--record"), "{e}");
-        let e = Calibration::load(&path, &"a".repeat(64), &serde_json::json!({"model": "n"})).unwrap_err();
+        let e = Calibration::load(&path, &"a".repeat(64), &serde_json::json!({"model": "n"}))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("other model settings"), "{e}");
-        let e = Calibration::load(&dir.path().join("none.json"), "a", &llm).unwrap_err();
+        let e = Calibration::load(&dir.path().join("none.json"), "a", &llm).unwrap_err().to_string();
         assert!(e.contains("cannot read the calibration"), "{e}");
     }
 }

@@ -30,7 +30,7 @@ use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
 use crate::llm::client::Llm;
 use crate::llm::confidence::choice_probability;
-use crate::llm::json::extract_object;
+use crate::llm::json::{ObjectError, extract_object};
 use crate::llm::prompt::Template;
 use crate::llm::{LlmError, LlmSpec, Message, Usage};
 use crate::record::{PullRequest, ReviewComment};
@@ -207,7 +207,23 @@ fn loose_object(text: &str) -> Option<serde_json::Value> {
         "reason": loose_field(text, "reason"),
     }))
 }
-fn parse_verdict(text: &str) -> Result<Verdict, String> {
+
+/// Why a model's answer is not a verdict; told to the model when it gets another try.
+#[derive(Debug, thiserror::Error)]
+enum VerdictError {
+    #[error(transparent)]
+    NoObject(#[from] ObjectError),
+    #[error("the JSON object is not a verdict: {0}")]
+    NotAVerdict(#[source] serde_json::Error),
+    #[error("`verdict` must be \"keep\" or \"drop\", not \"{0}\"")]
+    NotKeepOrDrop(String),
+    #[error("`category` must be one of: {}; not \"{given}\"", CATEGORIES.join(", "))]
+    UnknownCategory { given: String },
+    #[error("a kept comment needs a `category`")]
+    NoCategory,
+}
+
+fn parse_verdict(text: &str) -> Result<Verdict, VerdictError> {
     #[derive(Deserialize)]
     struct Raw {
         /// Optional: when the prompt asks for the comment's kind, it decides, since a small model
@@ -221,8 +237,7 @@ fn parse_verdict(text: &str) -> Result<Verdict, String> {
         Ok(v) => v,
         Err(e) => loose_object(text).ok_or(e)?,
     };
-    let raw: Raw =
-        serde_json::from_value(value).map_err(|e| format!("the JSON object is not a verdict: {e}"))?;
+    let raw: Raw = serde_json::from_value(value).map_err(VerdictError::NotAVerdict)?;
     let by_kind = match raw.kind.as_deref().map(|k| k.trim().to_lowercase()) {
         Some(k) if KEPT_KINDS.contains(&k.as_str()) => Some(true),
         Some(k) if DROPPED_KINDS.contains(&k.as_str()) => Some(false),
@@ -232,16 +247,15 @@ fn parse_verdict(text: &str) -> Result<Verdict, String> {
         (Some(keep), _) => keep,
         (None, "keep") => true,
         (None, "drop") => false,
-        (None, other) => return Err(format!("`verdict` must be \"keep\" or \"drop\", not \"{other}\"")),
+        (None, other) => return Err(VerdictError::NotKeepOrDrop(other.to_string())),
     };
-    let category =
-        match raw.category.as_deref().map(str::trim).filter(|c| !c.is_empty() && *c != "null") {
-            Some(c) => Some(normalize_category(c).ok_or_else(|| {
-                format!("`category` must be one of: {}; not \"{c}\"", CATEGORIES.join(", "))
-            })?),
-            None if keep => return Err("a kept comment needs a `category`".into()),
-            None => None,
-        };
+    let category = match raw.category.as_deref().map(str::trim).filter(|c| !c.is_empty() && *c != "null") {
+        Some(c) => Some(
+            normalize_category(c).ok_or_else(|| VerdictError::UnknownCategory { given: c.to_string() })?,
+        ),
+        None if keep => return Err(VerdictError::NoCategory),
+        None => None,
+    };
     let reason = raw.reason.unwrap_or_default().trim().chars().take(300).collect();
     Ok(Verdict { keep, category, reason, p_keep: None })
 }
@@ -308,9 +322,9 @@ impl Filter {
                     messages.push(Message::user(format!(
                         "That answer could not be used: {e}. Reply with only the JSON object, nothing else."
                     )));
-                    last_error = e;
+                    last_error = e.to_string();
                 }
-                Err(e) => last_error = e,
+                Err(e) => last_error = e.to_string(),
             }
         }
         Ok(Judgement::Unparseable { error: last_error, usage })
@@ -334,7 +348,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     let threshold = match &config.calibration {
         Some(path) => Some(
             calibration::Calibration::load(&ctx.dir.join(path), &filter.prompt_sha256, &fingerprint)
-                .map_err(|e| ConfigError::new("calibration", e))?
+                .map_err(|e| ConfigError::new("calibration", e.to_string()))?
                 .threshold,
         ),
         None => None,
@@ -426,11 +440,15 @@ mod tests {
         assert!(
             parse_verdict("{\"verdict\": \"keep\", \"reason\": \"r\"}")
                 .unwrap_err()
+                .to_string()
                 .contains("needs a `category`")
         );
-        assert!(parse_verdict("{\"verdict\": \"maybe\"}").unwrap_err().contains("keep"));
+        assert!(parse_verdict("{\"verdict\": \"maybe\"}").unwrap_err().to_string().contains("keep"));
         assert!(
-            parse_verdict("{\"verdict\": \"keep\", \"category\": \"vibes\"}").unwrap_err().contains("one of")
+            parse_verdict("{\"verdict\": \"keep\", \"category\": \"vibes\"}")
+                .unwrap_err()
+                .to_string()
+                .contains("one of")
         );
         assert!(parse_verdict("I think it is fine").is_err());
         let by_kind =
