@@ -120,7 +120,7 @@ impl BuiltinAgent {
             for edit in &edits {
                 match apply(workdir, edit) {
                     Ok(()) => applied += 1,
-                    Err(e) => errors.push(e),
+                    Err(e) => errors.push(e.to_string()),
                 }
             }
             transcript
@@ -201,7 +201,7 @@ impl BuiltinAgent {
                 "place": format!("{path}:{}-{}", region.start, region.end),
                 "answer": answer.text,
                 "applied": usize::from(outcome.is_ok()),
-                "errors": outcome.as_ref().err().into_iter().collect::<Vec<_>>(),
+                "errors": outcome.as_ref().err().map(ToString::to_string).into_iter().collect::<Vec<_>>(),
             }));
             match outcome {
                 Ok(code) => {
@@ -211,7 +211,7 @@ impl BuiltinAgent {
                 }
                 Err(error) => {
                     messages.push(Message::assistant(answer.text));
-                    messages.extend(self.feedback_message(&[error]));
+                    messages.extend(self.feedback_message(&[error.to_string()]));
                 }
             }
         }

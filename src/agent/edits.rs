@@ -20,7 +20,30 @@
 
 use std::path::Path;
 
-use crate::record::check_repo_path;
+use crate::record::{PathError, check_repo_path};
+
+/// Why an edit could not be applied, in words the model can act on.
+#[derive(Debug, thiserror::Error)]
+pub enum EditError {
+    #[error("`{path}`: the path {error}")]
+    Path {
+        path: String,
+        #[source]
+        error: PathError,
+    },
+    #[error("`{0}` exists already; give the lines to replace in SEARCH")]
+    Exists(String),
+    #[error("`{0}` does not exist in the repository")]
+    Missing(String),
+    #[error("the SEARCH text of the edit to `{0}` is not in the file; copy the lines exactly as they are")]
+    NotInFile(String),
+    #[error("`{path}`: {error}")]
+    Io {
+        path: String,
+        #[source]
+        error: std::io::Error,
+    },
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Edit {
@@ -172,33 +195,31 @@ fn join(lines: &[&str]) -> String {
 }
 
 /// Applies one edit to the working copy in `root`.
-pub fn apply(root: &Path, edit: &Edit) -> Result<(), String> {
-    check_repo_path(&edit.path).map_err(|e| format!("`{}`: the path {e}", edit.path))?;
+pub fn apply(root: &Path, edit: &Edit) -> Result<(), EditError> {
+    let path = || edit.path.clone();
+    let io = |error| EditError::Io { path: path(), error };
+    check_repo_path(&edit.path).map_err(|error| EditError::Path { path: path(), error })?;
     let file = root.join(&edit.path);
     if edit.search.trim().is_empty() {
         if file.exists() {
-            return Err(format!("`{}` exists already; give the lines to replace in SEARCH", edit.path));
+            return Err(EditError::Exists(path()));
         }
         if let Some(parent) = file.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("`{}`: {e}", edit.path))?;
+            std::fs::create_dir_all(parent).map_err(io)?;
         }
-        return std::fs::write(&file, &edit.replace).map_err(|e| format!("`{}`: {e}", edit.path));
+        return std::fs::write(&file, &edit.replace).map_err(io);
     }
-    let text = std::fs::read_to_string(&file)
-        .map_err(|_| format!("`{}` does not exist in the repository", edit.path))?;
+    let text = std::fs::read_to_string(&file).map_err(|_| EditError::Missing(path()))?;
     // An exact match must start a line; otherwise the loose match re-indents.
     let exact =
         text.match_indices(&edit.search).map(|(at, _)| at).find(|&at| at == 0 || text[..at].ends_with('\n'));
     let updated = match exact {
         Some(at) => format!("{}{}{}", &text[..at], edit.replace, &text[at + edit.search.len()..]),
-        None => replace_loosely(&text, &edit.search, &edit.replace).ok_or_else(|| {
-            format!(
-                "the SEARCH text of the edit to `{}` is not in the file; copy the lines exactly as they are",
-                edit.path
-            )
-        })?,
+        None => {
+            replace_loosely(&text, &edit.search, &edit.replace).ok_or_else(|| EditError::NotInFile(path()))?
+        }
     };
-    std::fs::write(&file, updated).map_err(|e| format!("`{}`: {e}", edit.path))
+    std::fs::write(&file, updated).map_err(io)
 }
 
 /// Finds `search` line by line ignoring trailing spaces and a common change of indentation, and
@@ -339,10 +360,15 @@ mod tests {
             std::fs::read_to_string(dir.path().join("d.py")).unwrap(),
             "def f(x):\n    y = round(x)\n    return y\n"
         );
-        assert!(apply(dir.path(), &edit("return nothing\n", "x\n")).unwrap_err().contains("not in the file"));
+        assert!(
+            apply(dir.path(), &edit("return nothing\n", "x\n"))
+                .unwrap_err()
+                .to_string()
+                .contains("not in the file")
+        );
         let outside = Edit { path: "../x.py".into(), search: String::new(), replace: "x\n".into() };
         assert!(apply(dir.path(), &outside).is_err());
         let missing = Edit { path: "nope.py".into(), search: "a\n".into(), replace: "b\n".into() };
-        assert!(apply(dir.path(), &missing).unwrap_err().contains("does not exist"));
+        assert!(apply(dir.path(), &missing).unwrap_err().to_string().contains("does not exist"));
     }
 }

@@ -98,17 +98,32 @@ pub fn splice(source: &str, region: Region, code: &str) -> String {
     text
 }
 
+/// Why an answer is not a rewrite of the code, with what to send instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotARewrite {
+    #[error("the answer was cut off at the length limit; send only the rewritten lines, nothing else")]
+    CutOff,
+    #[error("the answer holds no code; send the rewritten lines in one ```python block")]
+    NoCode,
+    #[error(
+        "the answer repeats the code as it is, so it changes nothing; change it so that the reviewer's point is addressed"
+    )]
+    Unchanged,
+    #[error(
+        "send the whole definition rewritten, from its first line (the decorator or `def` line) to its last"
+    )]
+    PartOfDefinition,
+}
+
 /// The code of the model's answer for `original`: the first fenced block (or the whole answer), moved
-/// to the original's indentation when the model gave it another. Errors say what to send instead.
-pub fn rewritten(answer: &str, original: &str, truncated: bool) -> Result<String, String> {
+/// to the original's indentation when the model gave it another.
+pub fn rewritten(answer: &str, original: &str, truncated: bool) -> Result<String, NotARewrite> {
     if truncated {
-        return Err(
-            "the answer was cut off at the length limit; send only the rewritten lines, nothing else".into(),
-        );
+        return Err(NotARewrite::CutOff);
     }
     let code = fenced(answer).unwrap_or_else(|| answer.trim_matches('\n').to_string());
     if code.trim().is_empty() {
-        return Err("the answer holds no code; send the rewritten lines in one ```python block".into());
+        return Err(NotARewrite::NoCode);
     }
     let want = original.lines().find(|l| is_code(l)).map_or(0, indent_of);
     let have = code.lines().filter(|l| is_code(l)).map(indent_of).min().unwrap_or(0);
@@ -120,7 +135,7 @@ pub fn rewritten(answer: &str, original: &str, truncated: bool) -> Result<String
             .eq(b.lines().map(str::trim_end).filter(|l| !l.is_empty()))
     };
     if same(&code, original) {
-        return Err("the answer repeats the code as it is, so it changes nothing; change it so that the reviewer's point is addressed".into());
+        return Err(NotARewrite::Unchanged);
     }
     let first = |text: &str| text.lines().find(|l| is_code(l)).map(|l| l.trim().to_string());
     let opens_definition =
@@ -128,7 +143,7 @@ pub fn rewritten(answer: &str, original: &str, truncated: bool) -> Result<String
     if first(original).is_some_and(|l| opens_definition(&l))
         && !first(&code).is_some_and(|l| opens_definition(&l))
     {
-        return Err("send the whole definition rewritten, from its first line (the decorator or `def` line) to its last".into());
+        return Err(NotARewrite::PartOfDefinition);
     }
     Ok(code)
 }
@@ -195,10 +210,10 @@ mod tests {
         let r = region(SOURCE, 10);
         let original = cut(SOURCE, r);
         let same = format!("```python\n{original}\n```");
-        assert!(rewritten(&same, &original, false).unwrap_err().contains("changes nothing"));
+        assert!(rewritten(&same, &original, false).unwrap_err().to_string().contains("changes nothing"));
         let part = "```python\n        return self.size * self.size\n```";
-        assert!(rewritten(part, &original, false).unwrap_err().contains("whole definition"));
-        assert!(rewritten("```python\n```", &original, false).unwrap_err().contains("no code"));
-        assert!(rewritten("def area(self):", &original, true).unwrap_err().contains("cut off"));
+        assert!(rewritten(part, &original, false).unwrap_err().to_string().contains("whole definition"));
+        assert!(rewritten("```python\n```", &original, false).unwrap_err().to_string().contains("no code"));
+        assert!(rewritten("def area(self):", &original, true).unwrap_err().to_string().contains("cut off"));
     }
 }
