@@ -1,30 +1,41 @@
 //! Getting one pytest file out of what a model wrote: the first fenced Python block, or the whole
 //! answer when it is bare code. An answer with no test function in it is not a test.
 
-/// The test file in `answer`, or why there is none (said so the model can fix it). When the answer
-/// was cut off at the token limit, its last top-level block is unfinished and is dropped.
-pub fn test_code(answer: &str, truncated: bool) -> Result<String, String> {
+/// Why an answer holds no test, said so the model can fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotATest {
+    #[error("the answer was cut off at the length limit before its first test ended; write one shorter test")]
+    CutOff,
+    #[error("the answer was empty")]
+    Empty,
+    #[error("the answer has no ```python code block")]
+    NoCodeBlock,
+    #[error("the code has no pytest test function (`def test_…`)")]
+    NoTestFunction,
+}
+
+/// The test file in `answer`, or why there is none. When the answer was cut off at the token limit,
+/// its last top-level block is unfinished and is dropped.
+pub fn test_code(answer: &str, truncated: bool) -> Result<String, NotATest> {
     let mut code = fenced(answer).unwrap_or_else(|| answer.trim().to_string());
     if truncated {
         code = without_last_block(&code);
     }
-    let cut_off =
-        "the answer was cut off at the length limit before its first test ended; write one shorter test";
     if code.is_empty() {
-        return Err(if truncated { cut_off.into() } else { "the answer was empty".into() });
+        return Err(if truncated { NotATest::CutOff } else { NotATest::Empty });
     }
     let has_test = code.lines().any(|l| {
         let l = l.trim_start();
         l.starts_with("def test") || l.starts_with("async def test") || l.starts_with("class Test")
     });
     if !has_test && truncated {
-        return Err(cut_off.into());
+        return Err(NotATest::CutOff);
     }
     if !has_test {
         return Err(if fenced(answer).is_none() && !looks_like_code(&code) {
-            "the answer has no ```python code block".into()
+            NotATest::NoCodeBlock
         } else {
-            "the code has no pytest test function (`def test_…`)".into()
+            NotATest::NoTestFunction
         });
     }
     Ok(format!("{}{}\n", missing_pytest_import(&code), code.trim_end()))
@@ -112,17 +123,20 @@ mod tests {
         let cut = "```python\nimport x\n\ndef test_a():\n    assert x.f()\n\n\n@pytest.mark.slow\ndef test_b():\n    assert x.g(\n";
         assert_eq!(test_code(cut, true).unwrap(), "import x\n\ndef test_a():\n    assert x.f()\n");
         assert!(
-            test_code("```python\ndef test_a():\n    assert (\n", true).is_err_and(|e| e.contains("cut off")),
+            test_code("```python\ndef test_a():\n    assert (\n", true)
+                .is_err_and(|e| e.to_string().contains("cut off")),
             "nothing complete is left"
         );
         let only_imports = test_code("```python\nimport x\n\ndef test_a():\n    assert (\n", true);
-        assert!(only_imports.is_err_and(|e| e.contains("write one shorter test")));
+        assert!(only_imports.is_err_and(|e| e.to_string().contains("write one shorter test")));
     }
 
     #[test]
     fn answers_without_a_test_say_why() {
-        assert!(test_code("", false).unwrap_err().contains("empty"));
-        assert!(test_code("I cannot write this test.", false).unwrap_err().contains("code block"));
-        assert!(test_code("```python\nx = 1\n```", false).unwrap_err().contains("def test_"));
+        assert!(test_code("", false).unwrap_err().to_string().contains("empty"));
+        assert!(
+            test_code("I cannot write this test.", false).unwrap_err().to_string().contains("code block")
+        );
+        assert!(test_code("```python\nx = 1\n```", false).unwrap_err().to_string().contains("def test_"));
     }
 }
