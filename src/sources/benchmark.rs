@@ -17,7 +17,7 @@ use crate::engine::item::Item;
 use crate::engine::spec::parse_config;
 use crate::environment::rebuild::ExportedEnvironment;
 use crate::errors::{ConfigError, SourceError};
-use crate::record::{PullRequest, check_repo_path};
+use crate::record::{PathError, PullRequest, check_repo_path};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -135,17 +135,39 @@ impl Source for Benchmark {
     }
 }
 
+/// A file of the export that an instance names and that cannot be read in.
+#[derive(Debug, thiserror::Error)]
+enum ExportedFileError {
+    #[error("`{field}` names no file")]
+    NoFile { field: &'static str },
+    #[error("`{field}`: the path {error}")]
+    Path {
+        field: &'static str,
+        #[source]
+        error: PathError,
+    },
+    #[error("cannot read {path}: {error}")]
+    Read {
+        path: String,
+        #[source]
+        error: std::io::Error,
+    },
+    #[error("`image` is missing")]
+    NoImage,
+}
+
 /// The exported Dockerfiles and requirements of an instance, read in; `None` when the export
 /// names no Dockerfiles (the image must then exist already).
-fn exported_environment(dir: &Path, env: &Value) -> Result<Option<ExportedEnvironment>, String> {
+fn exported_environment(dir: &Path, env: &Value) -> Result<Option<ExportedEnvironment>, ExportedFileError> {
     let Some(files) = env.get("dockerfiles").filter(|f| f.is_object()) else { return Ok(None) };
-    let read = |field: &str, path: &Value| -> Result<String, String> {
-        let path = path.as_str().ok_or_else(|| format!("`{field}` names no file"))?;
-        check_repo_path(path).map_err(|e| format!("`{field}`: the path {e}"))?;
-        std::fs::read_to_string(dir.join(path)).map_err(|e| format!("cannot read {path}: {e}"))
+    let read = |field: &'static str, path: &Value| -> Result<String, ExportedFileError> {
+        let path = path.as_str().ok_or(ExportedFileError::NoFile { field })?;
+        check_repo_path(path).map_err(|error| ExportedFileError::Path { field, error })?;
+        std::fs::read_to_string(dir.join(path))
+            .map_err(|error| ExportedFileError::Read { path: path.to_string(), error })
     };
     Ok(Some(ExportedEnvironment {
-        image: env["image"].as_str().ok_or("`image` is missing")?.to_string(),
+        image: env["image"].as_str().ok_or(ExportedFileError::NoImage)?.to_string(),
         tools: read("dockerfiles.tools", &files["tools"])?,
         deps: read("dockerfiles.deps", &files["deps"])?,
         instance: read("dockerfiles.instance", &files["instance"])?,
@@ -154,13 +176,14 @@ fn exported_environment(dir: &Path, env: &Value) -> Result<Option<ExportedEnviro
 }
 
 /// A project test's files read in from the export.
-fn project_test(dir: &Path, p: &ExportedProjectTest) -> Result<BenchProjectTest, String> {
-    check_repo_path(&p.root).map_err(|e| format!("`root`: the path {e}"))?;
+fn project_test(dir: &Path, p: &ExportedProjectTest) -> Result<BenchProjectTest, ExportedFileError> {
+    check_repo_path(&p.root).map_err(|error| ExportedFileError::Path { field: "root", error })?;
     let mut files = std::collections::BTreeMap::new();
     for path in &p.files {
-        check_repo_path(path).map_err(|e| format!("`files`: the path {e}"))?;
+        check_repo_path(path).map_err(|error| ExportedFileError::Path { field: "files", error })?;
         let at = format!("{}/{path}", p.root);
-        let text = std::fs::read_to_string(dir.join(&at)).map_err(|e| format!("cannot read {at}: {e}"))?;
+        let text = std::fs::read_to_string(dir.join(&at))
+            .map_err(|error| ExportedFileError::Read { path: at, error })?;
         files.insert(path.clone(), text);
     }
     Ok(BenchProjectTest { node: p.node.clone(), files })
@@ -179,7 +202,9 @@ fn record(dir: &Path, i: Instance) -> Result<(String, PullRequest), (String, Str
         let file =
             Path::new(test_path).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
         let project = match &c.project_test {
-            Some(p) => Some(project_test(dir, p).map_err(|m| (format!("comments[{n}].project_test"), m))?),
+            Some(p) => Some(
+                project_test(dir, p).map_err(|e| (format!("comments[{n}].project_test"), e.to_string()))?,
+            ),
             None => None,
         };
         tests.push(BenchTest {
@@ -191,7 +216,8 @@ fn record(dir: &Path, i: Instance) -> Result<(String, PullRequest), (String, Str
             project,
         });
     }
-    let rebuild = exported_environment(dir, &i.environment).map_err(|m| ("environment".to_string(), m))?;
+    let rebuild =
+        exported_environment(dir, &i.environment).map_err(|e| ("environment".to_string(), e.to_string()))?;
     let mut extra = Map::new();
     extra.insert(
         "benchmark".into(),

@@ -38,14 +38,23 @@ impl Source for Jsonl {
     }
 }
 
+/// An `id` or `pr` field that names nothing.
+#[derive(Debug, thiserror::Error)]
+enum IdError {
+    #[error("is empty")]
+    Empty,
+    #[error("must be a string or a number, not {0}")]
+    NotAnId(Value),
+}
+
 /// An id may be written as a string or a number; both name the same thing.
-fn id_field(obj: &serde_json::Map<String, Value>, field: &str) -> Result<Option<String>, String> {
+fn id_field(obj: &serde_json::Map<String, Value>, field: &str) -> Result<Option<String>, IdError> {
     match obj.get(field) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.trim().is_empty() => Err("is empty".into()),
+        Some(Value::String(s)) if s.trim().is_empty() => Err(IdError::Empty),
         Some(Value::String(s)) => Ok(Some(s.clone())),
         Some(Value::Number(n)) => Ok(Some(n.to_string())),
-        Some(other) => Err(format!("must be a string or a number, not {other}")),
+        Some(other) => Err(IdError::NotAnId(other.clone())),
     }
 }
 
@@ -60,11 +69,11 @@ fn parse(file: &std::path::Path, bytes: &[u8]) -> Ingest {
                 continue;
             }
             (Err(e), _) => {
-                ingest.problems.push(problem(file, number, Some("id"), e));
+                ingest.problems.push(problem(file, number, Some("id"), e.to_string()));
                 continue;
             }
             (_, Err(e)) => {
-                ingest.problems.push(problem(file, number, Some("pr"), e));
+                ingest.problems.push(problem(file, number, Some("pr"), e.to_string()));
                 continue;
             }
         };
