@@ -12,6 +12,7 @@ use sha2::Digest;
 
 use super::{Failure, exit};
 use crate::engine::spec::parse_config;
+use crate::llm::LlmError;
 use crate::stages::review_filter::calibration::{self, Calibration, Confusion};
 use crate::stages::review_filter::{Config, Fields, Filter, Judgement};
 
@@ -69,12 +70,22 @@ fn read_gold(path: &Path) -> Result<Vec<GoldComment>, Failure> {
     Ok(comments)
 }
 
+/// Why a gold comment has no judgement.
+#[derive(Debug, thiserror::Error)]
+enum JudgeError {
+    #[error(transparent)]
+    Llm(#[from] LlmError),
+    /// The comment's task panicked.
+    #[error("the judge task failed: {0}")]
+    Task(#[source] tokio::task::JoinError),
+}
+
 /// Judges every comment, in its order.
 async fn judge_all(
     filter: &Arc<Filter>,
     comments: &Arc<Vec<GoldComment>>,
     bar: &indicatif::ProgressBar,
-) -> Vec<Result<Judgement, String>> {
+) -> Vec<Result<Judgement, JudgeError>> {
     in_order(comments.len(), |i| {
         let (filter, comments, bar) = (filter.clone(), comments.clone(), bar.clone());
         async move {
@@ -87,7 +98,7 @@ async fn judge_all(
                 by_pr_author: c.by_pr_author,
                 lines: None,
             };
-            let judged = filter.judge(&fields).await.map_err(|e| e.to_string());
+            let judged = filter.judge(&fields).await.map_err(JudgeError::from);
             bar.inc(1);
             judged
         }
@@ -97,16 +108,16 @@ async fn judge_all(
 
 /// Runs `task(i)` for `i` in `0..n` at once and gives the results in order of `i`. A task that
 /// panics is its own error, so no comment drops out of the figures unseen.
-async fn in_order<T, F, Fut>(n: usize, task: F) -> Vec<Result<T, String>>
+async fn in_order<T, F, Fut>(n: usize, task: F) -> Vec<Result<T, JudgeError>>
 where
     T: Send + 'static,
     F: Fn(usize) -> Fut,
-    Fut: std::future::Future<Output = Result<T, String>> + Send + 'static,
+    Fut: std::future::Future<Output = Result<T, JudgeError>> + Send + 'static,
 {
     let handles: Vec<_> = (0..n).map(|i| tokio::spawn(task(i))).collect();
     let mut out = Vec::with_capacity(n);
     for handle in handles {
-        out.push(handle.await.unwrap_or_else(|e| Err(format!("the judge task failed: {e}"))));
+        out.push(handle.await.unwrap_or_else(|e| Err(JudgeError::Task(e))));
     }
     out
 }
@@ -129,7 +140,8 @@ struct Scored {
     errors: Vec<String>,
 }
 
-fn score(comments: &[GoldComment], results: Vec<Result<Judgement, String>>) -> Scored {
+/// `results` in the order of `comments`; an error is only shown, next to its comment's id.
+fn score(comments: &[GoldComment], results: Vec<Result<Judgement, impl std::fmt::Display>>) -> Scored {
     let mut s = Scored {
         tune: Vec::new(),
         heldout: Vec::new(),
@@ -455,13 +467,17 @@ mod tests {
             if i == 1 {
                 panic!("boom");
             }
-            Ok::<usize, String>(i * 10)
+            Ok::<usize, JudgeError>(i * 10)
         })
         .await;
         assert_eq!(out.len(), 3);
-        assert_eq!(out[0], Ok(0));
-        assert!(out[1].as_ref().is_err_and(|e| e.starts_with("the judge task failed")), "{:?}", out[1]);
-        assert_eq!(out[2], Ok(20));
+        assert!(matches!(out[0], Ok(0)), "{:?}", out[0]);
+        assert!(
+            out[1].as_ref().is_err_and(|e| e.to_string().starts_with("the judge task failed")),
+            "{:?}",
+            out[1]
+        );
+        assert!(matches!(out[2], Ok(20)), "{:?}", out[2]);
     }
 
     #[test]
@@ -470,7 +486,7 @@ mod tests {
             .iter()
             .map(|id| serde_json::from_str(&gold_line(id, "heldout", "keep")).unwrap())
             .collect();
-        let s = score(&comments, vec![Err("the judge task failed: panicked".into()), Err("down".into())]);
+        let s = score(&comments, vec![Err("the judge task failed: panicked"), Err("down")]);
         assert_eq!(s.errors, vec!["a: the judge task failed: panicked", "b: down"]);
         assert!(s.heldout.is_empty());
     }
