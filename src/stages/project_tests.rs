@@ -70,8 +70,9 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         side_effects: true,
         provides: Some(ProjectTests::NAME),
         requires: vec![contract::Environment::NAME],
-        // 2: the fix's changed data files of the tests are run too; 3: by their directories.
-        ..StageDef::new(stage, 3, Scope::Pr, Resource::Docker)
+        // 2: the fix's changed data files of the tests are run too; 3: by their directories. 4: a
+        // side whose compiled sources differ from the reviewed ones runs in an image with its build.
+        ..StageDef::new(stage, 4, Scope::Pr, Resource::Docker)
     })
 }
 

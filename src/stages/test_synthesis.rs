@@ -258,6 +258,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     // module on several lines is put in (the shortest line). 18: with `project_fixtures`, tests
     // run among the project's tests, its conftest fixtures listed in the prompt. 19: for a comment
     // on a test file, `mend_imports` also puts in how the project's tests import its package.
+    // 20: a signature spread over lines, changed alone, is reached at its `def` line (its other
+    // lines never run); the fixed side of a compiled project runs in an image with its build.
     Ok(StageDef {
         side_effects: true,
         files: [&config.prompt, &config.feedback_prompt]
@@ -273,7 +275,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
             .into_iter()
             .chain(config.from_project_tests.then_some(contract::ProjectTests::NAME))
             .collect(),
-        ..StageDef::new(stage, 19, Scope::Comment, Resource::Llm)
+        ..StageDef::new(stage, 20, Scope::Comment, Resource::Llm)
     })
 }
 

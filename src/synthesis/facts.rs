@@ -74,7 +74,7 @@ pub fn signatures(source: &str) -> Vec<String> {
 
 /// The header that starts at line `at`, joined over its lines up to the `:` that ends it, with
 /// whitespace collapsed and the colon dropped; and the index of the line after it.
-fn joined_header(lines: &[&str], at: usize) -> (String, usize) {
+pub(crate) fn joined_header(lines: &[&str], at: usize) -> (String, usize) {
     let mut text = String::new();
     let mut depth = 0i32;
     let mut i = at;

@@ -38,6 +38,27 @@ fn runs_at_import(text: &str) -> bool {
         || t.starts_with("\"\"\"")
 }
 
+/// Lines a `def` header may span: a search back for one stops here.
+const MAX_HEADER_LINES: usize = 40;
+
+/// For line `n` (from 1) of a `def` header that spans lines (a parameter, the closing `):`), the
+/// `def` line: the lines of a signature never run on their own (a call binds the arguments without
+/// a line event; a binding that fails never enters the body), while the `def` line runs when the
+/// module is imported. The partial revert then tells whether a test depends on the signature.
+/// `None` for any other line.
+fn def_line_of_header(file: &[&str], n: u64) -> Option<u64> {
+    let at = usize::try_from(n).ok()?.checked_sub(1)?;
+    if at >= file.len() {
+        return None;
+    }
+    let def = (at.saturating_sub(MAX_HEADER_LINES)..at).rev().find(|&i| {
+        let t = file[i].trim_start();
+        t.starts_with("def ") || t.starts_with("async def ")
+    })?;
+    let (_, body) = super::facts::joined_header(file, def);
+    (at < body).then_some(def as u64 + 1)
+}
+
 /// The lines a behavioural test must execute: the added lines of the attributed changes, less the
 /// ones that run at import when others remain; for a change that only removes lines, the lines
 /// where they were. `fixed` gives a fixed file's text by path.
@@ -54,7 +75,16 @@ pub fn targets(changes: &[Change<'_>], fixed: impl Fn(&str) -> Option<String>) -
         let line_text = |n: u64| file.get(n as usize - 1).copied().unwrap_or("");
         let body: Vec<u64> =
             lines.iter().copied().filter(|n| *n >= 1 && !runs_at_import(line_text(*n))).collect();
-        let chosen = if body.is_empty() { lines } else { body };
+        // Lines of a signature spread over lines never run on their own: with nothing else to
+        // reach, its `def` line stands for them.
+        let (header, body): (Vec<u64>, Vec<u64>) =
+            body.into_iter().partition(|n| def_line_of_header(&file, *n).is_some());
+        let defs: Vec<u64> = header.iter().filter_map(|n| def_line_of_header(&file, *n)).collect();
+        let chosen = match (body.is_empty(), defs.is_empty()) {
+            (false, _) => body,
+            (true, false) => defs,
+            (true, true) => lines,
+        };
         out.entry(change.path.to_string()).or_default().extend(chosen);
     }
     for lines in out.values_mut() {
@@ -184,6 +214,19 @@ mod tests {
         assert_eq!(targets(&[change(&[1], 1)], fixed)["m.py"], vec![1]);
         // A deletion: the lines around where it was.
         assert_eq!(targets(&[change(&[], 5)], fixed)["m.py"], vec![5, 6, 7]);
+    }
+
+    #[test]
+    fn a_signature_spread_over_lines_is_reached_at_its_def_line() {
+        let text = "class TimeDelta:\n    def __init__(\n        self,\n        serde_type=int,\n    ):\n        self.unit = 1\n\n    def one(self, x=2):\n        return x\n";
+        let fixed = |_: &str| Some(text.to_string());
+        // The new parameter and the closing line: no line event ever names them.
+        assert_eq!(targets(&[change(&[3, 4, 5], 2)], fixed)["m.py"], vec![2]);
+        // With a body line changed too, the body line: a call runs it.
+        assert_eq!(targets(&[change(&[4, 6], 2)], fixed)["m.py"], vec![6]);
+        // A one-line header changed alone is its own target, as any import-time line is.
+        assert_eq!(targets(&[change(&[8], 8)], fixed)["m.py"], vec![8]);
+        assert_eq!(targets(&[change(&[9], 9)], fixed)["m.py"], vec![9]);
     }
 
     #[test]
