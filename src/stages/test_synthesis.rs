@@ -259,7 +259,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     // run among the project's tests, its conftest fixtures listed in the prompt. 19: for a comment
     // on a test file, `mend_imports` also puts in how the project's tests import its package.
     // 20: a signature spread over lines, changed alone, is reached at its `def` line (its other
-    // lines never run); the fixed side of a compiled project runs in an image with its build.
+    // lines never run); the fixed side of a compiled project runs in an image with its build; with
+    // `mend_imports`, an answer whose mended test is an earlier one's is a repeat.
     Ok(StageDef {
         side_effects: true,
         files: [&config.prompt, &config.feedback_prompt]
@@ -807,13 +808,13 @@ impl Synthesis {
         let mut messages = self.first_messages(i, work);
         let mut last = reasons::UNPARSEABLE;
         let mut answers: Vec<String> = Vec::new();
+        let mend = self.mend_imports.then_some(work.mend_from.as_slice());
         for attempt in 1..=self.max_attempts {
-            let answer = self.answer(&messages, &answers, input).await?;
+            let answer = self.answer(&messages, &answers, mend, input).await?;
+            let first = judge_answer(judge, file, &answer, mend).await?;
             answers.push(answer.text.clone());
             let asked = messages.clone();
             messages.push(Message::assistant(answer.text.clone()));
-            let mend = self.mend_imports.then_some(work.mend_from.as_slice());
-            let first = judge_answer(judge, file, &answer, mend).await?;
             let mut judged = self
                 .more_candidates(judge, (file, mend), first, (&asked, attempt), &mut answers, input)
                 .await?;
@@ -867,7 +868,7 @@ impl Synthesis {
                 break;
             }
             let extra = self.candidate(asked, attempt, k, input).await?;
-            let mut j = if repeats(&extra.text, answers) {
+            let mut j = if repeats(&extra.text, answers, mend) {
                 let miss =
                     Miss { reason: reasons::REPEAT, problem: "the same answer as an earlier one.".into() };
                 Judged::unrun(json!({"answer": extra.text}), miss)
@@ -909,6 +910,7 @@ impl Synthesis {
         &self,
         messages: &[Message],
         earlier: &[String],
+        mend: Option<&[String]>,
         input: &TaskInput,
     ) -> Result<crate::llm::Answer, TaskError> {
         let mut request = self.llm.request(messages.to_vec());
@@ -923,7 +925,7 @@ impl Synthesis {
             (answer, _) = self.llm.chat(&request).await?;
             input.meter.add(answer.usage.into());
         }
-        if !repeats(&answer.text, earlier) {
+        if !repeats(&answer.text, earlier, mend) {
             return Ok(answer);
         }
         let resampled = crate::llm::ChatRequest {
@@ -938,9 +940,21 @@ impl Synthesis {
 }
 
 /// Whether `text` sends back an earlier answer's test: the same words, or the same code whatever
-/// is said around it (a small model often wraps the test it sent before in a new sentence).
-fn repeats(text: &str, earlier: &[String]) -> bool {
-    let code = |t: &str| test_code(t, false).ok();
+/// is said around it (a small model often wraps the test it sent before in a new sentence). With
+/// `mend` (`mend_imports`), the code as it would run, blank lines left out: two answers that differ
+/// only in an import the mending puts in or takes out are one test.
+fn repeats(text: &str, earlier: &[String], mend: Option<&[String]>) -> bool {
+    let code = |t: &str| {
+        let code = test_code(t, false).ok()?;
+        Some(match mend {
+            Some(imports) => mend::mended(&code, imports)
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            None => code,
+        })
+    };
     let this = code(text);
     earlier.iter().any(|e| e == text || (this.is_some() && code(e) == this))
 }
@@ -985,13 +999,26 @@ mod tests {
         let first = "Here is the test:\n```python\ndef test_a():\n    assert f() == 1\n```".to_string();
         let again = "I fixed it:\n```python\ndef test_a():\n    assert f() == 1\n```\nThis should pass.";
         let other = "```python\ndef test_a():\n    assert f() == 2\n```";
-        assert!(repeats(again, std::slice::from_ref(&first)));
-        assert!(!repeats(other, std::slice::from_ref(&first)));
-        assert!(repeats("no code at all", &["no code at all".to_string()]));
+        assert!(repeats(again, std::slice::from_ref(&first), None));
+        assert!(!repeats(other, std::slice::from_ref(&first), None));
+        assert!(repeats("no code at all", &["no code at all".to_string()], None));
         assert!(
-            !repeats("no code at all", &["nothing either".to_string()]),
+            !repeats("no code at all", &["nothing either".to_string()], None),
             "two answers without a test differ"
         );
+    }
+
+    #[test]
+    fn answers_that_run_as_one_test_once_mended_are_a_repeat() {
+        // The second imports what the first forgot; mended, the first gets that line put in.
+        let first =
+            "```python\ndef test_a():\n    assert fields.Str().deserialize('x') == 'x'\n```".to_string();
+        let second = "```python\nfrom marshmallow import fields\n\ndef test_a():\n    assert fields.Str().deserialize('x') == 'x'\n```";
+        let imports = ["from marshmallow import fields".to_string()];
+        assert!(!repeats(second, std::slice::from_ref(&first), None), "as written they differ");
+        assert!(repeats(second, std::slice::from_ref(&first), Some(&imports)));
+        let other = "```python\nfrom marshmallow import fields\n\ndef test_a():\n    assert fields.Str().deserialize('y') == 'y'\n```";
+        assert!(!repeats(other, std::slice::from_ref(&first), Some(&imports)));
     }
 
     #[tokio::test]
