@@ -3,7 +3,8 @@
 //! its runs on the reviewed and the fixed commit ([`oracle`]), and reading the test statically
 //! ([`source`]: its imports, its use of the network, behavioural or structural), and the facts the
 //! model is given so it need not guess them ([`facts`]: signatures, the tests' imports; [`observed`]: calls whose results differ between the two commits). The loop that ties
-//! them to the model and the sandbox is the `test_synthesis` stage.
+//! them to the model and the sandbox, one comment's candidates judged until one is accepted, is
+//! [`writer`]; the `test_synthesis` stage only reads its inputs and stores what it returns.
 
 pub mod answer;
 pub mod example;
@@ -17,3 +18,4 @@ pub mod project;
 pub mod relevance;
 pub mod source;
 pub mod split;
+pub mod writer;
