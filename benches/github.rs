@@ -5,7 +5,7 @@
 //! time per PR of a first collection, and of a second one that replays the stored answers.
 
 #[allow(dead_code)]
-#[path = "../tests/common"]
+#[path = "../tests/it/common"]
 mod common {
     pub mod graphql;
     pub mod openai;

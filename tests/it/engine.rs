@@ -1,12 +1,10 @@
 //! The engine end to end, through the real binary: resume after `kill -9`, re-runs after edits, the
 //! lock, retries of errored tasks, Ctrl-C, and pipeline errors.
 
-mod common;
-
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use common::{Scratch, counts, curate_cmd, funnel, stderr, stdout};
+use crate::common::{Scratch, counts, curate_cmd, funnel, stderr, stdout};
 
 /// Two exec stages that log every execution, the second rejecting every seventh item, then a noop.
 fn logging_pipeline(s: &Scratch, log: &str, items: &str) -> std::path::PathBuf {

@@ -2,12 +2,10 @@
 //! verdict classified. Uses the sample's durations#3 and its probe tests, which fail on the reviewed
 //! commit and pass on the fixed one. Skips loudly without Docker; fails under CURATE_REQUIRE_DOCKER=1.
 
-mod common;
-
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Scratch, docker_or_skip, root, stderr};
+use crate::common::{Scratch, docker_or_skip, root, stderr};
 use curate::exec::testrun::{Target, Verdict, run_target, run_test, run_test_traced};
 use serde_json::Value;
 

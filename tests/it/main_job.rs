@@ -3,11 +3,9 @@
 //! it exports; and `curate gold` the same way. A prompt edited without recording its answers again
 //! fails here.
 
-mod common;
-
 use std::process::Command;
 
-use common::{curate_cmd, docker_or_skip, root, stderr, stdout};
+use crate::common::{curate_cmd, docker_or_skip, root, stderr, stdout};
 
 /// Nothing listens here: a call that should have been replayed fails loudly.
 const NOWHERE: &str = "http://127.0.0.1:9/v1";

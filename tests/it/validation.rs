@@ -4,14 +4,12 @@
 //! that must find a history-free copy with its prompt file beside it. Then `curate export` on the
 //! result, twice, byte for byte. Skips loudly without Docker; fails under CURATE_REQUIRE_DOCKER=1.
 
-mod common;
-
 use std::collections::HashMap;
 use std::process::Command;
 
-use common::durations::*;
-use common::openai::{Reply, Server};
-use common::{Scratch, docker_or_skip, root, stderr, stdout};
+use crate::common::durations::*;
+use crate::common::openai::{Reply, Server};
+use crate::common::{Scratch, docker_or_skip, root, stderr, stdout};
 use serde_json::Value;
 
 /// The fix of comment 1, as search/replace edits.

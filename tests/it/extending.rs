@@ -3,11 +3,9 @@
 //! the bundled sample, reads that stage's typed output, and a pipeline that forgets the `needs:` it
 //! relies on is refused when it loads.
 
-mod common;
-
 use std::collections::HashMap;
 
-use common::{Scratch, root};
+use crate::common::{Scratch, root};
 use curate::context::Context;
 use curate::curation::Curation;
 use curate::engine::errors::ConfigError;

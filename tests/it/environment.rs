@@ -2,12 +2,10 @@
 //! repository (the second reuses the dependency layer), a dependency that does not exist, and a
 //! package that does not import. Skips loudly without a daemon; fails under CURATE_REQUIRE_DOCKER=1.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{Scratch, docker_or_skip, root, stderr};
+use crate::common::{Scratch, docker_or_skip, root, stderr};
 use serde_json::{Value, json};
 
 fn pipeline(s: &Scratch, jsonl: &Path, url: &str) {

@@ -2,12 +2,10 @@
 //! prose, drops with their reason, a re-ask after an unreadable answer, `unparseable`, a server
 //! error retried by the next run, token usage in the report, and a replay with no server calls.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 
-use common::openai::{Reply, Server};
-use common::{Scratch, stderr};
+use crate::common::openai::{Reply, Server};
+use crate::common::{Scratch, stderr};
 use serde_json::{Value, json};
 
 fn record() -> String {

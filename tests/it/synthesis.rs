@@ -4,14 +4,12 @@
 //! neither side) that never count as a failure on the reviewed side, and a flaky test. Skips loudly
 //! without Docker; fails under CURATE_REQUIRE_DOCKER=1.
 
-mod common;
-
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use common::durations::*;
-use common::openai::{Reply, Server, first_user};
-use common::{Scratch, docker_or_skip, stderr};
+use crate::common::durations::*;
+use crate::common::openai::{Reply, Server, first_user};
+use crate::common::{Scratch, docker_or_skip, stderr};
 use serde_json::Value;
 
 fn rows(s: &Scratch) -> HashMap<String, (String, Option<String>, Value)> {
@@ -181,7 +179,7 @@ fn run_until_a_test_runs(
     s.write("one.jsonl", &format!("{record}\n"));
     let extra = format!("    repeats: 1\n    max_attempts: 1\n    timeout_secs: {timeout_secs}\n");
     s.write("p.yaml", &curation_pipeline(name, &mirrors, base_url, &extra, ""));
-    let mut run = common::curate_cmd(s.dir.path(), &["run", "p.yaml"])
+    let mut run = crate::common::curate_cmd(s.dir.path(), &["run", "p.yaml"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -280,7 +278,7 @@ fn a_test_of_another_part_of_the_fix_is_sent_back_with_the_lines_that_answer() {
     s.write("one.jsonl", &format!("{record}\n"));
     let attribution = format!(
         "  - id: attribution\n    kind: attribution\n    needs: context\n    prompt: {}/prompts/attribution.md\n",
-        common::root().display()
+        crate::common::root().display()
     );
     let yaml = curation_pipeline("syn", &mirrors, &server.base_url, "    repeats: 1\n", &attribution)
         .replace("needs: [context, environment]\n", "needs: [context, environment, attribution]\n");
@@ -345,7 +343,7 @@ fn calls_whose_results_differ_between_the_commits_are_found_for_each_comment() {
     let more = format!(
         "  - id: attribution\n    kind: attribution\n    needs: context\n    prompt: {}/prompts/attribution.md\n\
          \x20 - id: behaviour\n    kind: observed_behaviour\n    needs: [context, environment, attribution]\n",
-        common::root().display()
+        crate::common::root().display()
     );
     let extra = "    repeats: 1\n    max_attempts: 1\n    from_observed: true\n";
     let yaml = curation_pipeline("syn", &mirrors, &server.base_url, extra, &more).replace(
@@ -505,7 +503,7 @@ fn the_tests_a_fix_adds_to_the_project_are_candidates_for_its_comments() {
     let more = format!(
         "  - id: attribution\n    kind: attribution\n    needs: context\n    prompt: {}/prompts/attribution.md\n\
          \x20 - id: project\n    kind: project_tests\n    needs: environment\n",
-        common::root().display()
+        crate::common::root().display()
     );
     let yaml = curation_pipeline(
         "syn",
@@ -578,10 +576,10 @@ fn the_tests_a_fix_adds_to_the_project_are_candidates_for_its_comments() {
 
     // `curate explain` says the same without SQLite: where each comment stopped and who wrote its
     // test, and one comment's candidates.
-    let table = common::stdout(&s.curate(&["explain", "p.yaml"]));
+    let table = crate::common::stdout(&s.curate(&["explain", "p.yaml"]));
     assert!(table.contains(&format!("| {} | tests | kept |  | project test |", id(1))), "{table}");
     assert!(table.contains(&format!("| {} | tests | rejected | unparseable |  |", id(3))), "{table}");
-    let one = common::stdout(&s.curate(&["explain", "p.yaml", "--comment", &id(3)]));
+    let one = crate::common::stdout(&s.curate(&["explain", "p.yaml", "--comment", &id(3)]));
     assert!(one.contains("| 1 | project test | 0 reach the change | screened |"), "{one}");
     assert!(one.contains("| 2 | model | attempt 1 | unparseable |"), "{one}");
     let missing = s.curate(&["explain", "p.yaml", "--comment", "no-such#1"]);

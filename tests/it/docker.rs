@@ -4,8 +4,6 @@
 //!
 //! With no daemon these tests skip loudly; with CURATE_REQUIRE_DOCKER=1 (CI) they fail instead.
 
-mod common;
-
 use std::time::Duration;
 
 use bollard::Docker;
@@ -16,7 +14,7 @@ const BASE: &str = "curate/base:bookworm";
 /// The daemon, or `None` after the one skip helper has said so (and listed the test for
 /// scripts/test); under CURATE_REQUIRE_DOCKER=1 a missing daemon fails instead.
 async fn docker(what: &str) -> Option<Docker> {
-    if !common::docker_or_skip(what) {
+    if !crate::common::docker_or_skip(what) {
         return None;
     }
     let d = curate::exec::connect().await.expect("`docker info` answers, but the API does not");

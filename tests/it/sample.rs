@@ -1,11 +1,9 @@
 //! The comment-context stage on the bundled sample: real git repositories built by
 //! `sample/build.py`, read through the mirror cache.
 
-mod common;
-
 use std::path::Path;
 
-use common::{Scratch, funnel, root, stderr};
+use crate::common::{Scratch, funnel, root, stderr};
 use serde_json::Value;
 
 fn pipeline(s: &Scratch, jsonl: &Path, mirrors: &Path) {
@@ -50,7 +48,10 @@ fn every_sample_comment_is_placed_in_its_code_and_a_rerun_reads_the_store() {
     assert!(output["file_after"].as_str().unwrap().contains("def format_duration"));
 
     let again = s.curate(&["run", "ccrab.yaml"]);
-    assert!(common::stdout(&again).contains(&format!("0 task(s) done now, {comments} taken from the store")));
+    assert!(
+        crate::common::stdout(&again)
+            .contains(&format!("0 task(s) done now, {comments} taken from the store"))
+    );
 }
 
 #[test]

@@ -1,13 +1,11 @@
 //! scripts/model-server against a port that another program holds: a server that answers
 //! `/health` but is not the model's must not be taken for it.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::process::Command;
 
-use common::root;
+use crate::common::root;
 
 #[test]
 fn a_stranger_answering_health_on_the_port_is_not_taken_for_the_model_server() {

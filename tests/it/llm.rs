@@ -1,12 +1,10 @@
 //! The LLM client against a scripted OpenAI-compatible server: retries, Retry-After, timeouts,
 //! dropped connections, malformed bodies, the response cache and its modes, and in-flight dedupe.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::openai::{Reply, Server};
+use crate::common::openai::{Reply, Server};
 use curate::llm::cache::Entry;
 use curate::llm::client::Llm;
 use curate::llm::{CacheMode, LlmError, LlmSpec, Message};
@@ -210,7 +208,7 @@ async fn identical_requests_in_flight_are_sent_once() {
 fn every_recorded_answer_is_found_under_its_request_hash() {
     // Replay finds an answer by hashing the request it is about to send; a change to what the hash
     // covers, or to how a request serializes, would orphan every committed recording.
-    let recorded = walk(&common::root().join("cache/llm"));
+    let recorded = walk(&crate::common::root().join("cache/llm"));
     assert!(recorded.len() > 100, "the committed recordings: {}", recorded.len());
     for path in recorded {
         let entry: Entry = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();

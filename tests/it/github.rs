@@ -1,9 +1,7 @@
 //! The `github` source and `curate collect` against a scripted GraphQL server shaped like GitHub's
-//! (tests/common/graphql.rs), over a real git repository: paging of PRs and of review threads,
+//! (tests/it/common/graphql.rs), over a real git repository: paging of PRs and of review threads,
 //! the filters, rate limits and retries, resuming after a kill -9, and errors a user can act on.
 //! No test needs the network.
-
-mod common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -11,8 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::graphql::{Reply, Request, Server};
-use common::{Scratch, curate_cmd, stderr, stdout};
+use crate::common::graphql::{Reply, Request, Server};
+use crate::common::{Scratch, curate_cmd, stderr, stdout};
 use serde_json::{Value, json};
 
 fn git(dir: &Path, args: &[&str]) -> String {

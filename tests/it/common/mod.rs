@@ -1,8 +1,6 @@
 //! Shared helpers for the integration tests: a scratch directory with a pipeline and its items, and
 //! the real `curate` binary run on it.
 
-#![allow(dead_code)]
-
 pub mod dockerd;
 pub mod durations;
 pub mod graphql;

@@ -1,17 +1,15 @@
 //! The main job over two Docker daemons: this machine's and a second one the test starts
-//! (tests/common/dockerd.rs). Images are built on the first and go to the second when a run is
-//! placed there, through a registry the test starts (tests/common/registry.rs) or streamed from
+//! (tests/it/common/dockerd.rs). Images are built on the first and go to the second when a run is
+//! placed there, through a registry the test starts (tests/it/common/registry.rs) or streamed from
 //! daemon to daemon; the report must be the one-daemon report byte for byte, also when the second
 //! daemon is killed in the middle of the run.
-
-mod common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::dockerd::SecondDaemon;
-use common::registry::Registry;
-use common::{curate_cmd, docker_or_skip, root, stderr, stdout};
+use crate::common::dockerd::SecondDaemon;
+use crate::common::registry::Registry;
+use crate::common::{curate_cmd, docker_or_skip, root, stderr, stdout};
 use curate::exec::hosts::{Executor, HostCounts, HostSpec, Hosts, TlsFiles};
 use curate::exec::sandbox::RunSpec;
 

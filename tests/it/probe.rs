@@ -3,8 +3,6 @@
 //! takes from the comment, from the project's tests (aliases, locals and parametrize rows put
 //! in) and from the changed function's parameters, and the tests it writes for them.
 
-mod common;
-
 use std::process::Command;
 
 use serde_json::{Value, json};
@@ -50,7 +48,7 @@ fn probe(comment: &str) -> Vec<Value> {
     });
     std::fs::write(dir.path().join("request.json"), request.to_string()).unwrap();
     let out = Command::new("python3")
-        .arg(common::root().join("src/exec/probe.py"))
+        .arg(crate::common::root().join("src/exec/probe.py"))
         .env("CURATE_PROBE_REQUEST", dir.path().join("request.json"))
         .env("CURATE_PROBE_REPO", &repo)
         .env("PYTHONDONTWRITEBYTECODE", "1")
@@ -118,7 +116,7 @@ fn the_reviewed_side_makes_exactly_the_calls_it_is_given() {
     });
     std::fs::write(dir.path().join("request.json"), request.to_string()).unwrap();
     let out = Command::new("python3")
-        .arg(common::root().join("src/exec/probe.py"))
+        .arg(crate::common::root().join("src/exec/probe.py"))
         .env("CURATE_PROBE_REQUEST", dir.path().join("request.json"))
         .env("CURATE_PROBE_REPO", dir.path())
         .env("PYTHONDONTWRITEBYTECODE", "1")
