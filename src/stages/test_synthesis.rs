@@ -113,6 +113,11 @@ struct Config {
     /// project test's. Without it, a test runs outside the repository.
     #[serde(default)]
     project_fixtures: bool,
+    /// A model's test (or one check of it) that failed on the fixed code at `assert X == V` (or
+    /// `is`), where pytest showed X's value whole, is judged again expecting that value
+    /// (`synthesis::expect`): the model's call kept, the fixed code's answer as the expectation.
+    #[serde(default)]
+    expect_from_fixed: bool,
     #[serde(default)]
     llm: LlmSpec,
 }
@@ -184,6 +189,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
             cut_off_max_tokens: config.cut_off_max_tokens,
             mend_imports: config.mend_imports,
             project_fixtures: config.project_fixtures,
+            expect_from_fixed: config.expect_from_fixed,
         },
     }));
     // 2: an import error on both sides is judged a broken import. 3: a cut-off answer with no
@@ -252,6 +258,9 @@ struct Record<'a> {
     /// Who wrote it, when the model did not.
     #[serde(skip_serializing_if = "Option::is_none")]
     written_by: Option<&'a str>,
+    /// The model's expectation replaced by what the fixed code gave (`expect_from_fixed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expected_from_fixed: Option<Value>,
     history: Vec<Value>,
 }
 
@@ -294,6 +303,7 @@ fn accepted_output(
         attempts,
         relevance: accepted.record.get("relevance").cloned(),
         written_by,
+        expected_from_fixed: accepted.record.get("expected_from_fixed").cloned(),
         history,
     }
     .value()
@@ -346,6 +356,7 @@ fn project_output(
         attempts: 0,
         relevance: accepted.record.get("relevance").cloned(),
         written_by: Some(PROJECT_TEST),
+        expected_from_fixed: None,
         history,
     }
     .value()
@@ -399,6 +410,7 @@ mod tests {
                 cut_off_max_tokens: None,
                 mend_imports: false,
                 project_fixtures: false,
+                expect_from_fixed: false,
             },
         });
         let missing = "0123456789abcdef0123456789abcdef01234567";

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::expect;
 use super::facts;
 use super::oracle::{Miss, for_feedback, judge, reasons};
 use super::partial;
@@ -241,6 +242,44 @@ impl Judge<'_> {
         for (k, variant) in variants.iter().enumerate().take(max) {
             let mut j = self.file(name, variant.clone()).await?;
             j.record["split"] = json!(format!("{} of {}", k + 1, variants.len()));
+            let accepted = j.outcome.is_ok();
+            out.push(j);
+            if accepted {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Written tests that failed on the fixed code at a plain comparison, each expecting what the
+    /// fixed code gave instead ([`expect::from_fixed`]): at most `max`, judged until one is
+    /// accepted, recorded with `expected_from_fixed` (and the `split` they came from).
+    pub async fn expecting_the_fixed(
+        &self,
+        name: &str,
+        missed: &[Judged],
+        max: usize,
+    ) -> Result<Vec<Judged>, JudgeError> {
+        let mut out: Vec<Judged> = Vec::new();
+        let mut seen: Vec<String> = Vec::new();
+        for m in missed {
+            if out.len() >= max {
+                break;
+            }
+            let fixed_failed = matches!(&m.outcome, Err(miss) if miss.reason == reasons::FAILED_BOTH || miss.reason == reasons::INVERTED);
+            let (Some(code), Some((_, fixed))) = (m.record["code"].as_str(), &m.runs) else { continue };
+            let Some(e) = expect::from_fixed(code, &fixed.output, name).filter(|_| fixed_failed) else {
+                continue;
+            };
+            if seen.contains(&e.code) {
+                continue;
+            }
+            seen.push(e.code.clone());
+            let mut j = self.file(name, e.code.clone()).await?;
+            j.record["expected_from_fixed"] = json!(e);
+            if let Some(split) = m.record.get("split") {
+                j.record["split"] = split.clone();
+            }
             let accepted = j.outcome.is_ok();
             out.push(j);
             if accepted {

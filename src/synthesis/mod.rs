@@ -8,6 +8,7 @@
 
 pub mod answer;
 pub mod example;
+pub mod expect;
 pub mod facts;
 pub mod judge;
 pub mod mend;

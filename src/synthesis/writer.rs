@@ -53,6 +53,8 @@ const CANDIDATE_SEEDS: i64 = 1000;
 const FEEDBACK_LINES: usize = 15;
 /// Checks of one missed test judged apart at most.
 const MAX_SPLITS: usize = 4;
+/// Missed tests judged again expecting the fixed code's value, at most, per attempt.
+const MAX_EXPECTED: usize = 4;
 
 /// Who wrote a test that is not the model's.
 pub const OBSERVED_CALL: &str = "observed call";
@@ -81,6 +83,7 @@ pub struct Settings {
     pub cut_off_max_tokens: Option<u32>,
     pub mend_imports: bool,
     pub project_fixtures: bool,
+    pub expect_from_fixed: bool,
 }
 
 /// Writes and judges one comment's candidates: the model, the git mirrors the trees come from and
@@ -558,6 +561,10 @@ impl Writer {
                 .await?;
             if self.settings.split && !judged.iter().any(|j| j.outcome.is_ok()) {
                 judged.extend(judge.one_check_at_a_time(file, &judged[0], MAX_SPLITS).await?);
+            }
+            if self.settings.expect_from_fixed && !judged.iter().any(|j| j.outcome.is_ok()) {
+                let expecting = judge.expecting_the_fixed(file, &judged, MAX_EXPECTED).await?;
+                judged.extend(expecting);
             }
             for j in &mut judged {
                 j.record["attempt"] = json!(attempt);

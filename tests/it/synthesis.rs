@@ -670,3 +670,37 @@ fn an_answer_cut_off_at_the_cap_is_asked_again_with_room() {
     assert_eq!(c1["test"].as_str().unwrap(), BEHAVIOURAL);
     assert_eq!(*caps.lock().unwrap(), [160, 400], "the cut-off answer was asked again with room");
 }
+
+/// A test that calls the right code and expects a wrong value fails on both sides; with
+/// `expect_from_fixed`, it is judged again expecting what the fixed code gave, and that test fails
+/// on the reviewed code and passes on the fixed one.
+#[test]
+fn a_wrong_expectation_is_judged_again_with_the_fixed_codes_value() {
+    if !docker_or_skip("the fixed value test") {
+        return;
+    }
+    let (record, texts) = durations3();
+    let key: String = texts[0].chars().take(60).collect();
+    const WRONG: &str =
+        "from durations import parse_duration\n\n\ndef test_x():\n    assert parse_duration(\"4.1m\") == 1\n";
+    let server = Server::responding(move |body| {
+        let first_user = first_user(body);
+        if first_user.contains(&key) { fence(WRONG) } else { Reply::Answer("no test".into()) }
+    });
+    let s = Scratch::new();
+    let mirrors = s.sample_mirrors();
+    s.write("one.jsonl", &format!("{record}\n"));
+    let extra = "    repeats: 1\n    max_attempts: 1\n    expect_from_fixed: true\n";
+    s.write("p.yaml", &curation_pipeline("syn", &mirrors, &server.base_url, extra, ""));
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows = rows(&s);
+    let (state, _, c1) = &rows["curate-sample__durations-3#1"];
+    assert_eq!(state, "kept", "{c1}");
+    let history = c1["history"].as_array().unwrap();
+    assert_eq!(history[0]["result"], "failed on both sides", "{c1}");
+    assert_eq!(history[1]["result"], "accepted", "{c1}");
+    assert_eq!(c1["test"], WRONG.replace("== 1\n", "== 246\n"), "{c1}");
+    assert_eq!(c1["expected_from_fixed"], serde_json::json!({"line": 5, "was": "1", "now": "246"}));
+    assert_eq!(c1["reviewed_verdict"], "assertion");
+}
