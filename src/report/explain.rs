@@ -59,9 +59,14 @@ fn steps<'a>(
     out
 }
 
-/// Who wrote a kept test record: the model unless it says otherwise.
+/// Who wrote a test record: the model unless it says otherwise; a test of the model's that now
+/// expects what the fixed code gave (`expected_from_fixed`) says so.
 fn written_by(output: &Value) -> &str {
-    output.get("written_by").and_then(Value::as_str).unwrap_or("model")
+    match output.get("written_by").and_then(Value::as_str) {
+        Some(by) => by,
+        None if output.get("expected_from_fixed").is_some() => "model, fixed code's value",
+        None => "model",
+    }
 }
 
 /// Whether a stage's output is a test's (it has a history of candidates).

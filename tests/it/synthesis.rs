@@ -703,4 +703,8 @@ fn a_wrong_expectation_is_judged_again_with_the_fixed_codes_value() {
     assert_eq!(c1["test"], WRONG.replace("== 1\n", "== 246\n"), "{c1}");
     assert_eq!(c1["expected_from_fixed"], serde_json::json!({"line": 5, "was": "1", "now": "246"}));
     assert_eq!(c1["reviewed_verdict"], "assertion");
+    // `explain` names who wrote the expectation.
+    let table = crate::common::stdout(&s.curate(&["explain", "p.yaml"]));
+    let row = table.lines().find(|l| l.contains("durations-3#1 ")).unwrap_or_default();
+    assert!(row.ends_with("| model, fixed code's value |"), "{table}");
 }
