@@ -2,14 +2,15 @@
 //! reviewer's concern and then expects a wrong value of it: `assert clamp(5, 0, 3) == 5`, where the
 //! fixed code gives 3. Such a test fails on both sides and is lost, although its call tells the two
 //! versions apart. When the fixed side failed at a check `assert LEFT == EXPECTED` (or `is`) and
-//! pytest showed LEFT's value as a plain literal, the same test expecting that literal is a new
+//! pytest showed LEFT's value as a plain literal, the same test expecting that literal, cut to that
+//! one check when it had several (the others may be about other parts of the fix), is a new
 //! candidate, judged like any other: it must still fail on the reviewed code, and the relevance
 //! gate and the partial revert still decide whether the difference is the comment's.
 //!
 //! Read by lines and a small scanner of Python's brackets and strings, not parsed: a check this
 //! cannot read (over several lines, with `and`, a comparison chain) yields nothing.
 
-use super::split::failed_line;
+use super::split::{failed_line, only_check_at};
 
 /// Longest value, in characters, taken from pytest's output: past it pytest may have cut the
 /// value's middle out.
@@ -27,6 +28,10 @@ pub struct Expected {
     pub was: String,
     /// What the fixed code gave, as pytest showed it.
     pub now: String,
+    /// Whether the test was cut to that one check (its other checks, on other parts of the fix or
+    /// of the code, left out).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub alone: bool,
 }
 
 /// The comparison operators a check may hold at its top level for its expectation to be replaced.
@@ -183,7 +188,13 @@ pub fn from_fixed(code: &str, fixed_output: &str, name: &str) -> Option<Expected
         .collect::<Vec<_>>()
         .join("\n")
         + "\n";
-    Some(Expected { code, line, was: right.to_string(), now })
+    // One check of several: the others may test other parts of the fix; only this one is the
+    // model's call with the fixed code's answer.
+    let (code, alone) = match only_check_at(&code, line) {
+        Some(one) => (one, true),
+        None => (code, false),
+    };
+    Some(Expected { code, line, was: right.to_string(), now, alone })
 }
 
 #[cfg(test)]
@@ -219,6 +230,7 @@ mod tests {
         );
         let e = from_fixed(code, &out, "test_c.py").expect("an expectation");
         assert!(e.code.contains("    assert x == [3, 2], \"x, [1, 2]\"\n"), "{}", e.code);
+        assert!(!e.alone);
         let code = "def test_a():\n    assert str(f(1)) == \"4\"\n";
         let out = failed_at(2, "E       AssertionError: assert '3' == '4'\nE         - 4\nE         + 3");
         assert_eq!(from_fixed(code, &out, "test_c.py").unwrap().now, "'3'");
@@ -245,6 +257,14 @@ mod tests {
             let out = failed_at(2, "E       assert 3 == 4");
             assert_eq!(from_fixed(code, &out, "test_c.py"), None, "{code}");
         }
+    }
+
+    #[test]
+    fn of_several_checks_only_the_one_expecting_the_fixed_value_is_kept() {
+        let code = "def test_a():\n    assert f(0) == 0\n    assert f(1) == 4\n\n\ndef test_b():\n    assert g() == 1\n";
+        let e = from_fixed(code, &failed_at(3, "E       assert 3 == 4"), "test_c.py").unwrap();
+        assert_eq!(e.code, "def test_a():\n    assert f(1) == 3\n\n\n");
+        assert!(e.alone);
     }
 
     #[test]

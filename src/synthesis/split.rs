@@ -144,6 +144,35 @@ pub fn one_check_each_past(code: &str, failed_at: Option<usize>) -> Vec<String> 
     out
 }
 
+/// `code` with only the check that starts at line `line` (from 1): its test function, with its
+/// set-up, and no other check or test function. `None` when no check starts there, or when that
+/// check is the file's only one (the file is already that test).
+pub fn only_check_at(code: &str, line: usize) -> Option<String> {
+    let lines: Vec<&str> = code.lines().collect();
+    let functions = functions(&lines);
+    if functions.iter().map(|f| f.checks.len()).sum::<usize>() < 2 {
+        return None;
+    }
+    let at = line.checked_sub(1)?;
+    let (fi, f) = functions.iter().enumerate().find(|(_, f)| f.checks.iter().any(|c| c.0 == at))?;
+    let mut text = String::new();
+    let mut n = 0;
+    while n < lines.len() {
+        if let Some((_, other)) = functions.iter().enumerate().find(|(k, g)| *k != fi && g.start == n) {
+            n = other.end;
+            continue;
+        }
+        if let Some(&(_, to)) = f.checks.iter().find(|(from, _)| *from == n && *from != at) {
+            n = to;
+            continue;
+        }
+        text.push_str(lines[n]);
+        text.push('\n');
+        n += 1;
+    }
+    Some(text)
+}
+
 /// The line (from 1) of the test file `name` at which a pytest run's output says it failed: the
 /// first traceback entry in it (`/curate-test/test_x.py:10: AttributeError`).
 pub fn failed_line(output: &str, name: &str) -> Option<usize> {
@@ -172,6 +201,21 @@ mod tests {
         // A failure at a check is no set-up failure: every variant is made.
         assert_eq!(one_check_each_past(code, Some(6)).len(), 4);
         assert_eq!(failed_line("FAILED ../curate-test/test_c.py::test_sources", "test_c.py"), None);
+    }
+
+    #[test]
+    fn one_check_is_kept_by_its_line() {
+        let code = "from m import f\n\n\ndef test_a():\n    x = f(1)\n    assert x == 2\n    assert f(2) == 3\n\n\ndef test_b():\n    assert f(0) == 0\n";
+        assert_eq!(
+            only_check_at(code, 7).as_deref(),
+            Some("from m import f\n\n\ndef test_a():\n    x = f(1)\n    assert f(2) == 3\n\n\n")
+        );
+        assert_eq!(
+            only_check_at(code, 11).as_deref(),
+            Some("from m import f\n\n\ndef test_b():\n    assert f(0) == 0\n")
+        );
+        assert_eq!(only_check_at(code, 5), None, "not a check");
+        assert_eq!(only_check_at("def test_a():\n    assert f(1) == 2\n", 2), None, "the only check");
     }
 
     const FIVE: &str = "import pytest\nfrom m import f\n\n\ndef test_f():\n    x = f(1)\n    assert x == 2\n    assert f(\n        [1],\n    ) is False\n    with pytest.raises(ValueError):\n        f(None)\n    assert f(0) == 0\n\n\n@pytest.mark.parametrize(\"v\", [1])\ndef test_g(v):\n    assert f(v)\n";
