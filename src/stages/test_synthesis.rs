@@ -103,8 +103,9 @@ struct Config {
     /// imports of a deep module can take half of it), it is asked once more with this cap.
     #[serde(default)]
     cut_off_max_tokens: Option<u32>,
-    /// A model's test runs with its unused imports of the project's tests left out and the
-    /// project's imports it uses but forgot put in (`synthesis::mend`).
+    /// A model's test runs with its unused imports of the project's tests left out, the
+    /// project's imports it uses but forgot put in, and, with `project_fixtures`, its do-nothing
+    /// stand-ins of the conftest fixtures left out (`synthesis::mend`).
     #[serde(default)]
     mend_imports: bool,
     /// A test of curate's runs among the project's tests (beside the template's module, else in

@@ -3,9 +3,76 @@
 //! then never uses, which makes the whole test "import the project's tests"; and it uses a name
 //! the project's tests import (`fields.DateTime`) without importing it, which fails on both sides
 //! with a NameError that says nothing of the code. A used helper import stays: that test does
-//! lean on the project's tests and is judged so.
+//! lean on the project's tests and is judged so. Where a test runs among the project's tests, a
+//! third slip: a fixture of the project's (`project`) redefined in the test with a body that does
+//! nothing, so the test gets None instead of the project's object.
 
 use super::source::{code_only, imports};
+
+/// What a test is mended with: how the project's tests import its modules, and the fixtures its
+/// conftest files give a test that runs among them.
+#[derive(Debug, Clone, Default)]
+pub struct Mending {
+    pub imports: Vec<String>,
+    pub fixtures: Vec<String>,
+}
+
+impl Mending {
+    /// `code` mended: its imports ([`mended`]), then its stand-ins of the project's fixtures
+    /// left out ([`without_stub_fixtures`]).
+    pub fn apply(&self, code: &str) -> String {
+        without_stub_fixtures(&mended(code, &self.imports), &self.fixtures)
+    }
+}
+
+/// Whether a line of a fixture's body does nothing: a comment, `pass`, `...`, a bare `return`
+/// (or `return None`), or a docstring on one line.
+fn does_nothing(line: &str) -> bool {
+    let t = line.trim();
+    let one_line_docstring = |q: &str| t.len() >= 2 * q.len() && t.starts_with(q) && t.ends_with(q);
+    t.is_empty()
+        || t.starts_with('#')
+        || matches!(t, "pass" | "..." | "return" | "return None")
+        || one_line_docstring("\"\"\"")
+        || one_line_docstring("'''")
+}
+
+/// `code` without the fixtures it defines at its top level that stand in for one of the project's
+/// `fixtures` of the same name and do nothing (a small model writes `def project(): pass` for the
+/// conftest's `project`, and every test that takes it then fails on both sides with an
+/// AttributeError on None): the project's own fixture then serves. A fixture with a body stays.
+pub fn without_stub_fixtures(code: &str, fixtures: &[String]) -> String {
+    let lines: Vec<&str> = code.lines().collect();
+    let mut out: Vec<&str> = Vec::with_capacity(lines.len());
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let is_decorator = line.starts_with("@pytest.fixture") || line.starts_with("@fixture");
+        let def = lines.get(i + 1).copied().unwrap_or("");
+        let name: String = def
+            .strip_prefix("def ")
+            .unwrap_or("")
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if is_decorator && def.trim_end().ends_with(':') && fixtures.contains(&name) {
+            let end = (i + 2..lines.len())
+                .find(|&k| !lines[k].trim().is_empty() && !lines[k].starts_with([' ', '\t']))
+                .unwrap_or(lines.len());
+            if lines[i + 2..end].iter().all(|l| does_nothing(l)) {
+                i = end;
+                continue;
+            }
+        }
+        out.push(line);
+        i += 1;
+    }
+    let mut text = out.join("\n");
+    if code.ends_with('\n') {
+        text.push('\n');
+    }
+    text
+}
 
 /// `code` with its unused imports of the project's tests left out and, for each name it uses
 /// but never binds, the one line of `test_imports` (how the project's tests import the module)
@@ -120,6 +187,21 @@ fn defined(code: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stand_in_for_a_project_fixture_that_does_nothing_is_left_out() {
+        let fixtures = ["project".to_string(), "core".to_string()];
+        let code = "import pytest\n\n@pytest.fixture\ndef project():\n    # the project\n    pass\n\ndef test_a(project):\n    assert project.sources\n";
+        assert_eq!(
+            without_stub_fixtures(code, &fixtures),
+            "import pytest\n\ndef test_a(project):\n    assert project.sources\n"
+        );
+        // A fixture that builds something, or one the project does not have, stays.
+        let built = "import pytest\n\n@pytest.fixture\ndef project(tmp_path):\n    return make(tmp_path)\n\ndef test_a(project):\n    assert project\n";
+        assert_eq!(without_stub_fixtures(built, &fixtures), built);
+        let own = "import pytest\n\n@pytest.fixture\ndef thing():\n    pass\n\ndef test_a(thing):\n    assert thing is None\n";
+        assert_eq!(without_stub_fixtures(own, &fixtures), own);
+    }
 
     #[test]
     fn an_unused_helper_import_goes_and_a_missing_project_import_comes() {

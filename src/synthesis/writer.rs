@@ -30,7 +30,7 @@ use crate::synthesis::answer::test_code;
 use crate::synthesis::example;
 use crate::synthesis::facts::{self, MAX_SIGNATURES};
 use crate::synthesis::judge::{Images, Judge, JudgeError, Judged, Trees, verdict_name};
-use crate::synthesis::mend;
+use crate::synthesis::mend::Mending;
 use crate::synthesis::observed;
 use crate::synthesis::oracle::{Miss, for_feedback, reasons};
 use crate::synthesis::project;
@@ -549,7 +549,8 @@ impl Writer {
         let mut messages = self.first_messages(i, work);
         let mut last = reasons::UNPARSEABLE;
         let mut answers: Vec<String> = Vec::new();
-        let mend = self.settings.mend_imports.then_some(work.mend_from.as_slice());
+        let mending = Mending { imports: work.mend_from.clone(), fixtures: work.fixtures.clone() };
+        let mend = self.settings.mend_imports.then_some(&mending);
         for attempt in 1..=self.settings.max_attempts {
             let answer = self.answer(&messages, &answers, mend, meter).await?;
             let first = judge_answer(judge, file, &answer, mend).await?;
@@ -600,7 +601,7 @@ impl Writer {
     async fn more_candidates(
         &self,
         judge: &Judge<'_>,
-        (file, mend): (&str, Option<&[String]>),
+        (file, mend): (&str, Option<&Mending>),
         first: Judged,
         (asked, attempt): (&[Message], u32),
         answers: &mut Vec<String>,
@@ -654,7 +655,7 @@ impl Writer {
         &self,
         messages: &[Message],
         earlier: &[String],
-        mend: Option<&[String]>,
+        mend: Option<&Mending>,
         meter: &Meter,
     ) -> Result<crate::llm::Answer, TaskError> {
         let mut request = self.llm.request(messages.to_vec());
@@ -686,15 +687,13 @@ impl Writer {
 /// is said around it (a small model often wraps the test it sent before in a new sentence). With
 /// `mend` (`mend_imports`), the code as it would run, blank lines left out: two answers that differ
 /// only in an import the mending puts in or takes out are one test.
-fn repeats(text: &str, earlier: &[String], mend: Option<&[String]>) -> bool {
+fn repeats(text: &str, earlier: &[String], mend: Option<&Mending>) -> bool {
     let code = |t: &str| {
         let code = test_code(t, false).ok()?;
         Some(match mend {
-            Some(imports) => mend::mended(&code, imports)
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .collect::<Vec<_>>()
-                .join("\n"),
+            Some(mending) => {
+                mending.apply(&code).lines().filter(|l| !l.trim().is_empty()).collect::<Vec<_>>().join("\n")
+            }
             None => code,
         })
     };
@@ -708,11 +707,11 @@ async fn judge_answer(
     judge: &Judge<'_>,
     file: &str,
     answer: &crate::llm::Answer,
-    mend_with: Option<&[String]>,
+    mend_with: Option<&Mending>,
 ) -> Result<Judged, TaskError> {
     match test_code(&answer.text, answer.truncated) {
         Ok(code) => {
-            let code = mend_with.map_or_else(|| code.clone(), |imports| mend::mended(&code, imports));
+            let code = mend_with.map_or_else(|| code.clone(), |mending| mending.apply(&code));
             Ok(judge.file(file, code).await?)
         }
         Err(why) => {
@@ -746,7 +745,8 @@ mod tests {
         let first =
             "```python\ndef test_a():\n    assert fields.Str().deserialize('x') == 'x'\n```".to_string();
         let second = "```python\nfrom marshmallow import fields\n\ndef test_a():\n    assert fields.Str().deserialize('x') == 'x'\n```";
-        let imports = ["from marshmallow import fields".to_string()];
+        let imports =
+            Mending { imports: vec!["from marshmallow import fields".to_string()], fixtures: vec![] };
         assert!(!repeats(second, std::slice::from_ref(&first), None), "as written they differ");
         assert!(repeats(second, std::slice::from_ref(&first), Some(&imports)));
         let other = "```python\nfrom marshmallow import fields\n\ndef test_a():\n    assert fields.Str().deserialize('y') == 'y'\n```";
