@@ -214,7 +214,9 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     // on a test file, `mend_imports` also puts in how the project's tests import its package.
     // 20: a signature spread over lines, changed alone, is reached at its `def` line (its other
     // lines never run); the fixed side of a compiled project runs in an image with its build; with
-    // `mend_imports`, an answer whose mended test is an earlier one's is a repeat.
+    // `mend_imports`, an answer whose mended test is an earlier one's is a repeat. 21: with
+    // `mend_imports` and `project_fixtures`, a do-nothing stand-in of a conftest fixture is left
+    // out.
     Ok(StageDef {
         side_effects: true,
         files: [&config.prompt, &config.feedback_prompt]
@@ -230,7 +232,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
             .into_iter()
             .chain(config.from_project_tests.then_some(contract::ProjectTests::NAME))
             .collect(),
-        ..StageDef::new(stage, 20, Scope::Comment, Resource::Llm)
+        ..StageDef::new(stage, 21, Scope::Comment, Resource::Llm)
     })
 }
 fn comment(input: &TaskInput) -> Result<Comment, TaskError> {
