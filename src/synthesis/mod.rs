@@ -4,7 +4,8 @@
 //! ([`source`]: its imports, its use of the network, behavioural or structural), and the facts the
 //! model is given so it need not guess them ([`facts`]: signatures, the tests' imports; [`observed`]: calls whose results differ between the two commits). The loop that ties
 //! them to the model and the sandbox, one comment's candidates judged until one is accepted, is
-//! [`writer`]; the `test_synthesis` stage only reads its inputs and stores what it returns.
+//! the `test_synthesis` stage's `writer`; its adapter only reads the inputs and stores what it
+//! returns.
 
 pub mod answer;
 pub mod example;
@@ -19,4 +20,3 @@ pub mod project;
 pub mod relevance;
 pub mod source;
 pub mod split;
-pub mod writer;

@@ -6,10 +6,14 @@
 //! up to `max_attempts` answers in all. Every attempt is stored, accepted or not.
 //!
 //! The stage reads its upstream records and stores the test; the candidates and their order, the
-//! feedback and the judging are [`crate::synthesis::writer`]'s.
+//! feedback and the judging are [`writer`]'s: the policy, which the adapter here only feeds and
+//! stores, and which takes the typed records of `stages::contract` (hence a module of this stage,
+//! not of `synthesis`, which the contracts name).
 //!
 //! Needs a `comment_context` stage (the comment's code, the file before and after) and an
 //! `environment` stage (the PR's image) upstream.
+
+pub mod writer;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -32,7 +36,7 @@ use crate::llm::prompt::Template;
 use crate::synthesis::judge::{Judged, PROJECT_TEST, in_tree_path};
 use crate::synthesis::project;
 use crate::synthesis::source::test_kind;
-use crate::synthesis::writer::{Comment, Prompts, Settings, Writer, Written};
+use writer::{Comment, Prompts, Settings, Writer, Written};
 
 const PLACEHOLDERS: [&str; 16] = [
     "pr_title",

@@ -3,7 +3,7 @@
 //! (`from_project_tests`), the model's answers with the run's output fed back on each miss (up to
 //! `max_attempts`, `candidates` sampled per attempt, a missed test with several checks judged one
 //! check at a time), and the behaviour probe's tests of observed calls (`from_observed`). Each is
-//! judged by [`judge`](super::judge); the first accepted is the comment's test ([`Written`]), and
+//! judged by [`judge`](crate::synthesis::judge); the first accepted is the comment's test ([`Written`]), and
 //! a comment with none is rejected with its last miss and every candidate in the detail.
 //!
 //! The `test_synthesis` stage reads the upstream records into a [`Comment`], calls
