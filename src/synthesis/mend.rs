@@ -5,7 +5,8 @@
 //! with a NameError that says nothing of the code. A used helper import stays: that test does
 //! lean on the project's tests and is judged so. Where a test runs among the project's tests, a
 //! third slip: a fixture of the project's (`project`) redefined in the test with a body that does
-//! nothing, so the test gets None instead of the project's object.
+//! nothing, so the test gets None instead of the project's object. And a fourth: a module of the
+//! standard library used (`ipaddress.ip_address`) and never imported.
 
 use super::source::{code_only, imports};
 
@@ -18,11 +19,76 @@ pub struct Mending {
 }
 
 impl Mending {
-    /// `code` mended: its imports ([`mended`]), then its stand-ins of the project's fixtures
-    /// left out ([`without_stub_fixtures`]).
+    /// `code` mended: its imports of the project ([`mended`]), its stand-ins of the project's
+    /// fixtures left out ([`without_stub_fixtures`]), and the standard modules it uses without
+    /// importing them put in ([`with_standard_modules`]).
     pub fn apply(&self, code: &str) -> String {
-        without_stub_fixtures(&mended(code, &self.imports), &self.fixtures)
+        with_standard_modules(&without_stub_fixtures(&mended(code, &self.imports), &self.fixtures))
     }
+}
+
+/// Modules of Python's standard library a small model uses in a test and forgets to import
+/// (`ipaddress.ip_address(...)` with no `import ipaddress`: a NameError on both sides).
+const STANDARD_MODULES: [&str; 30] = [
+    "base64",
+    "collections",
+    "copy",
+    "dataclasses",
+    "datetime",
+    "decimal",
+    "enum",
+    "fractions",
+    "functools",
+    "gc",
+    "io",
+    "ipaddress",
+    "itertools",
+    "json",
+    "math",
+    "operator",
+    "os",
+    "pathlib",
+    "pickle",
+    "random",
+    "re",
+    "string",
+    "struct",
+    "sys",
+    "tempfile",
+    "textwrap",
+    "time",
+    "typing",
+    "uuid",
+    "warnings",
+];
+
+/// `code` with `import M` put in front for each module `M` of [`STANDARD_MODULES`] it uses as
+/// `M.something` without binding `M`.
+pub fn with_standard_modules(code: &str) -> String {
+    let plain = code_only(code);
+    let bound: Vec<String> =
+        imports(&plain).into_iter().flat_map(|i| i.binds).chain(defined(&plain)).collect();
+    let missing: Vec<&str> = STANDARD_MODULES
+        .iter()
+        .copied()
+        .filter(|m| !bound.iter().any(|b| b == m) && attribute_uses(&plain, m))
+        .collect();
+    if missing.is_empty() {
+        return code.to_string();
+    }
+    let mut out: String = missing.iter().map(|m| format!("import {m}\n")).collect();
+    out.push_str(code);
+    out
+}
+
+/// Whether `name` occurs in `code` as a whole word, not an attribute of something else, followed
+/// by a dot.
+fn attribute_uses(code: &str, name: &str) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    code.match_indices(name).any(|(at, _)| {
+        let before = code[..at].chars().next_back();
+        !before.is_some_and(|c| word(c) || c == '.') && code[at + name.len()..].starts_with('.')
+    })
 }
 
 /// Whether a line of a fixture's body does nothing: a comment, `pass`, `...`, a bare `return`
@@ -187,6 +253,21 @@ fn defined(code: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_standard_module_used_and_not_imported_is_put_in() {
+        let code = "from marshmallow import fields\n\ndef test_a():\n    assert fields.IP().deserialize('::1') == ipaddress.ip_address('::1')\n";
+        assert_eq!(with_standard_modules(code), format!("import ipaddress\n{code}"));
+        // Imported already, bound otherwise, an attribute of something else, or only in a string.
+        for code in [
+            "import ipaddress\n\ndef test_a():\n    assert ipaddress.ip_address('::1')\n",
+            "def test_a():\n    json = load()\n    assert json.x\n",
+            "def test_a():\n    assert obj.json.x\n",
+            "def test_a():\n    assert f('json.x')\n",
+        ] {
+            assert_eq!(with_standard_modules(code), code, "{code}");
+        }
+    }
 
     #[test]
     fn a_stand_in_for_a_project_fixture_that_does_nothing_is_left_out() {

@@ -108,8 +108,9 @@ struct Config {
     #[serde(default)]
     cut_off_max_tokens: Option<u32>,
     /// A model's test runs with its unused imports of the project's tests left out, the
-    /// project's imports it uses but forgot put in, and, with `project_fixtures`, its do-nothing
-    /// stand-ins of the conftest fixtures left out (`synthesis::mend`).
+    /// project's imports and the standard modules it uses but forgot put in, and, with
+    /// `project_fixtures`, its do-nothing stand-ins of the conftest fixtures left out
+    /// (`synthesis::mend`).
     #[serde(default)]
     mend_imports: bool,
     /// A test of curate's runs among the project's tests (beside the template's module, else in
@@ -220,7 +221,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     // lines never run); the fixed side of a compiled project runs in an image with its build; with
     // `mend_imports`, an answer whose mended test is an earlier one's is a repeat. 21: with
     // `mend_imports` and `project_fixtures`, a do-nothing stand-in of a conftest fixture is left
-    // out.
+    // out; with `mend_imports`, a standard module used and not imported is put in.
     Ok(StageDef {
         side_effects: true,
         files: [&config.prompt, &config.feedback_prompt]
