@@ -28,10 +28,14 @@ impl Mending {
 }
 
 /// Modules of Python's standard library a small model uses in a test and forgets to import
-/// (`ipaddress.ip_address(...)` with no `import ipaddress`: a NameError on both sides).
-const STANDARD_MODULES: [&str; 30] = [
+/// (`ipaddress.ip_address(...)` with no `import ipaddress`, `tokenize.generate_tokens` with no
+/// `import tokenize`: a NameError on both sides).
+const STANDARD_MODULES: [&str; 40] = [
+    "ast",
     "base64",
+    "codecs",
     "collections",
+    "contextlib",
     "copy",
     "dataclasses",
     "datetime",
@@ -40,10 +44,12 @@ const STANDARD_MODULES: [&str; 30] = [
     "fractions",
     "functools",
     "gc",
+    "inspect",
     "io",
     "ipaddress",
     "itertools",
     "json",
+    "logging",
     "math",
     "operator",
     "os",
@@ -56,10 +62,15 @@ const STANDARD_MODULES: [&str; 30] = [
     "sys",
     "tempfile",
     "textwrap",
+    "threading",
     "time",
+    "tokenize",
+    "types",
     "typing",
+    "unicodedata",
     "uuid",
     "warnings",
+    "zlib",
 ];
 
 /// `code` with `import M` put in front for each module `M` of [`STANDARD_MODULES`] it uses as
