@@ -268,9 +268,10 @@ impl Judge<'_> {
             }
             let fixed_failed = matches!(&m.outcome, Err(miss) if miss.reason == reasons::FAILED_BOTH || miss.reason == reasons::INVERTED);
             let (Some(code), Some((_, fixed))) = (m.record["code"].as_str(), &m.runs) else { continue };
-            let Some(e) = expect::from_fixed(code, &fixed.output, name).filter(|_| fixed_failed) else {
+            if !fixed_failed {
                 continue;
-            };
+            }
+            let Some(e) = expect::from_fixed(code, &fixed.output, name) else { continue };
             if seen.contains(&e.code) {
                 continue;
             }

@@ -77,8 +77,7 @@ const STANDARD_MODULES: [&str; 40] = [
 /// `M.something` without binding `M`.
 pub fn with_standard_modules(code: &str) -> String {
     let plain = code_only(code);
-    let bound: Vec<String> =
-        imports(&plain).into_iter().flat_map(|i| i.binds).chain(defined(&plain)).collect();
+    let bound = bound(&plain);
     let missing: Vec<&str> = STANDARD_MODULES
         .iter()
         .copied()
@@ -92,14 +91,10 @@ pub fn with_standard_modules(code: &str) -> String {
     out
 }
 
-/// Whether `name` occurs in `code` as a whole word, not an attribute of something else, followed
-/// by a dot.
+/// Whether `name` occurs in `code` as a name ([`name_at`]) followed by a dot.
 fn attribute_uses(code: &str, name: &str) -> bool {
-    let word = |c: char| c.is_alphanumeric() || c == '_';
-    code.match_indices(name).any(|(at, _)| {
-        let before = code[..at].chars().next_back();
-        !before.is_some_and(|c| word(c) || c == '.') && code[at + name.len()..].starts_with('.')
-    })
+    code.match_indices(name)
+        .any(|(at, _)| name_at(code, at, name) && code[at + name.len()..].starts_with('.'))
 }
 
 /// Whether a line of a fixture's body does nothing: a comment, `pass`, `...`, a bare `return`
@@ -177,8 +172,7 @@ pub fn mended(code: &str, test_imports: &[String]) -> String {
     }
     let body = kept.join("\n");
     let plain = code_only(&body);
-    let bound: Vec<String> =
-        imports(&plain).into_iter().flat_map(|i| i.binds).chain(defined(&plain)).collect();
+    let bound = bound(&plain);
     let mut added: Vec<&str> = Vec::new();
     for line in test_imports {
         for name in imports(line).into_iter().flat_map(|i| i.binds) {
@@ -221,14 +215,22 @@ fn import_for<'a>(name: &str, test_imports: &'a [String]) -> Option<&'a str> {
 /// How often `name` occurs in `code` as a whole word not preceded by a dot (an attribute of
 /// something else is not the name).
 fn uses(code: &str, name: &str) -> usize {
+    code.match_indices(name).filter(|(at, _)| name_at(code, *at, name)).count()
+}
+
+/// Whether the occurrence of `name` at byte `at` of `code` is the name itself: a whole word, not
+/// preceded by a dot (an attribute of something else is not the name).
+fn name_at(code: &str, at: usize, name: &str) -> bool {
     let word = |c: char| c.is_alphanumeric() || c == '_';
-    code.match_indices(name)
-        .filter(|(at, _)| {
-            let before = code[..*at].chars().next_back();
-            let after = code[at + name.len()..].chars().next();
-            !before.is_some_and(|c| word(c) || c == '.') && !after.is_some_and(word)
-        })
-        .count()
+    let before = code[..at].chars().next_back();
+    let after = code[at + name.len()..].chars().next();
+    !before.is_some_and(|c| word(c) || c == '.') && !after.is_some_and(word)
+}
+
+/// The names `plain` (code without strings and comments) binds: by its imports and by
+/// [`defined`].
+fn bound(plain: &str) -> Vec<String> {
+    imports(plain).into_iter().flat_map(|i| i.binds).chain(defined(plain)).collect()
 }
 
 /// The names `code` defines at its top level or in a function: `def`, `class`, simple

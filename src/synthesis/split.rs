@@ -120,28 +120,35 @@ pub fn one_check_each_past(code: &str, failed_at: Option<usize>) -> Vec<String> 
         if in_set_up(f) {
             continue;
         }
-        for (ci, _) in f.checks.iter().enumerate() {
-            let mut text = String::new();
-            let mut n = 0;
-            while n < lines.len() {
-                if let Some(other) = functions.iter().enumerate().find(|(k, g)| *k != fi && g.start == n) {
-                    n = other.1.end;
-                    continue;
-                }
-                if let Some((_, to)) =
-                    f.checks.iter().enumerate().find(|(k, (a, _))| *k != ci && *a == n).map(|(_, c)| *c)
-                {
-                    n = to;
-                    continue;
-                }
-                text.push_str(lines[n]);
-                text.push('\n');
-                n += 1;
-            }
-            out.push(text);
+        for ci in 0..f.checks.len() {
+            out.push(keeping(&lines, &functions, fi, ci));
         }
     }
     out
+}
+
+/// The lines of the file with only check `ci` of function `fi`: every other test function and
+/// every other check of `fi` left out.
+fn keeping(lines: &[&str], functions: &[Function], fi: usize, ci: usize) -> String {
+    let f = &functions[fi];
+    let mut text = String::new();
+    let mut n = 0;
+    while n < lines.len() {
+        if let Some(other) = functions.iter().enumerate().find(|(k, g)| *k != fi && g.start == n) {
+            n = other.1.end;
+            continue;
+        }
+        if let Some((_, to)) =
+            f.checks.iter().enumerate().find(|(k, (a, _))| *k != ci && *a == n).map(|(_, c)| *c)
+        {
+            n = to;
+            continue;
+        }
+        text.push_str(lines[n]);
+        text.push('\n');
+        n += 1;
+    }
+    text
 }
 
 /// `code` with only the check that starts at line `line` (from 1): its test function, with its
@@ -154,23 +161,10 @@ pub fn only_check_at(code: &str, line: usize) -> Option<String> {
         return None;
     }
     let at = line.checked_sub(1)?;
-    let (fi, f) = functions.iter().enumerate().find(|(_, f)| f.checks.iter().any(|c| c.0 == at))?;
-    let mut text = String::new();
-    let mut n = 0;
-    while n < lines.len() {
-        if let Some((_, other)) = functions.iter().enumerate().find(|(k, g)| *k != fi && g.start == n) {
-            n = other.end;
-            continue;
-        }
-        if let Some(&(_, to)) = f.checks.iter().find(|(from, _)| *from == n && *from != at) {
-            n = to;
-            continue;
-        }
-        text.push_str(lines[n]);
-        text.push('\n');
-        n += 1;
-    }
-    Some(text)
+    functions.iter().enumerate().find_map(|(fi, f)| {
+        let ci = f.checks.iter().position(|c| c.0 == at)?;
+        Some(keeping(&lines, &functions, fi, ci))
+    })
 }
 
 /// The line (from 1) of the test file `name` at which a pytest run's output says it failed: the
