@@ -30,6 +30,8 @@ pub struct BuiltinAgent {
     mode: Mode,
     /// The temperature of attempts after the first, when set.
     resample_temperature: Option<f32>,
+    /// In the rewrite mode, show a definition without its docstring (put back after).
+    hide_docstrings: bool,
 }
 
 impl BuiltinAgent {
@@ -57,12 +59,18 @@ impl BuiltinAgent {
             max_steps,
             mode,
             resample_temperature: None,
+            hide_docstrings: false,
         })
     }
 
     /// Attempts after the first sampled at `temperature` (none: every attempt at the model's own).
     pub fn resampled_at(self, temperature: Option<f32>) -> BuiltinAgent {
         BuiltinAgent { resample_temperature: temperature, ..self }
+    }
+
+    /// In the rewrite mode, definitions shown without their docstrings.
+    pub fn hiding_docstrings(self, hide: bool) -> BuiltinAgent {
+        BuiltinAgent { hide_docstrings: hide, ..self }
     }
 
     pub fn fingerprint(&self) -> Value {
@@ -181,6 +189,17 @@ impl BuiltinAgent {
         let source = std::fs::read_to_string(&file)
             .map_err(|e| TaskError::infra(format!("reading {}: {e}", file.display())))?;
         let original = rewrite::cut(&source, *region);
+        let shown = if self.hide_docstrings {
+            let noted: Vec<usize> = task
+                .review
+                .iter()
+                .filter(|n| n.path.as_deref() == Some(path.as_str()))
+                .filter_map(|n| (n.line? as usize).checked_sub(region.start))
+                .collect();
+            rewrite::Shown::without_docstring(&original, &noted)
+        } else {
+            rewrite::Shown::whole(&original)
+        };
         let values = std::collections::BTreeMap::from([
             ("pr_title", task.pr_title.clone()),
             ("patch", crate::agent::file_patch(&task.patch, path)),
@@ -189,13 +208,13 @@ impl BuiltinAgent {
             ("line", line.to_string()),
             ("start", region.start.to_string()),
             ("end", region.end.to_string()),
-            ("code", original.clone()),
+            ("code", shown.code.clone()),
         ]);
         let mut messages = self.prompt.render(&values);
         for step in 1..=self.max_steps {
             let (answer, _) = self.llm.chat(&self.request(messages.clone(), attempt)).await?;
             meter.add(answer.usage.into());
-            let outcome = rewrite::rewritten(&answer.text, &original, answer.truncated);
+            let outcome = rewrite::rewritten(&answer.text, &shown.code, answer.truncated);
             transcript.push(json!({
                 "step": step,
                 "place": format!("{path}:{}-{}", region.start, region.end),
@@ -205,7 +224,7 @@ impl BuiltinAgent {
             }));
             match outcome {
                 Ok(code) => {
-                    std::fs::write(&file, rewrite::splice(&source, *region, &code))
+                    std::fs::write(&file, rewrite::splice(&source, *region, &shown.restore(&code)))
                         .map_err(|e| TaskError::infra(format!("writing {}: {e}", file.display())))?;
                     return Ok(());
                 }

@@ -155,6 +155,11 @@ pub enum AgentConfig {
         /// repeat the first.
         #[serde(default)]
         resample_temperature: Option<f32>,
+        /// In the rewrite mode: show a definition without its docstring, and put it back in the
+        /// answer. A small model asked to rewrite a long documented function answers with it
+        /// unchanged.
+        #[serde(default)]
+        hide_docstrings: bool,
         #[serde(default)]
         llm: Box<LlmSpec>,
     },
@@ -185,12 +190,27 @@ pub struct BuiltAgent {
 impl AgentConfig {
     pub fn build(&self, ctx: &StageContext) -> Result<BuiltAgent, ConfigError> {
         match self {
-            AgentConfig::Builtin { prompt, feedback_prompt, max_steps, mode, resample_temperature, llm } => {
+            AgentConfig::Builtin {
+                prompt,
+                feedback_prompt,
+                max_steps,
+                mode,
+                resample_temperature,
+                hide_docstrings,
+                llm,
+            } => {
                 if resample_temperature.is_some_and(|t| !(0.0..=2.0).contains(&t)) {
                     return Err(ConfigError::new("agent.resample_temperature", "must be between 0 and 2"));
                 }
+                if *hide_docstrings && *mode != Mode::Rewrite {
+                    return Err(ConfigError::new(
+                        "agent.hide_docstrings",
+                        "applies to the rewrite mode only",
+                    ));
+                }
                 let agent = builtin::BuiltinAgent::new(ctx, prompt, feedback_prompt, *max_steps, *mode, llm)?
-                    .resampled_at(*resample_temperature);
+                    .resampled_at(*resample_temperature)
+                    .hiding_docstrings(*hide_docstrings);
                 let mut fingerprint = agent.fingerprint();
                 // Only when not the default, so keys made before these settings stay valid.
                 if *mode == Mode::Rewrite {
@@ -198,6 +218,9 @@ impl AgentConfig {
                 }
                 if let Some(t) = resample_temperature {
                     fingerprint["resample_temperature"] = serde_json::json!(t);
+                }
+                if *hide_docstrings {
+                    fingerprint["hide_docstrings"] = serde_json::json!(true);
                 }
                 Ok(BuiltAgent {
                     agent: Arc::new(agent),

@@ -98,6 +98,76 @@ pub fn splice(source: &str, region: Region, code: &str) -> String {
     text
 }
 
+/// The line (from 0) of the `def` a definition opens with, after its decorators.
+fn def_line(lines: &[&str]) -> Option<usize> {
+    lines.iter().position(|l| {
+        let t = l.trim_start();
+        t.starts_with("def ") || t.starts_with("async def ")
+    })
+}
+
+/// The docstring of the definition `code` opens with: its lines (from 0) from the opening quotes
+/// to the closing ones. None when `code` is no definition or its body opens with no string.
+pub fn docstring(code: &str) -> Option<(usize, usize)> {
+    let lines: Vec<&str> = code.lines().collect();
+    let def = def_line(&lines)?;
+    let first = (header_end(&lines, def) + 1..lines.len()).find(|&i| !lines[i].trim().is_empty())?;
+    let text = lines[first].trim_start().trim_start_matches(['r', 'R', 'u', 'U']);
+    let quote = [r#"""""#, "'''"].into_iter().find(|q| text.starts_with(q))?;
+    if text[3..].contains(quote) {
+        return Some((first, first));
+    }
+    let last = (first + 1..lines.len()).find(|&i| lines[i].contains(quote))?;
+    Some((first, last))
+}
+
+/// Code shown to the model, with its docstring left out or not, and what puts it back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shown {
+    pub code: String,
+    /// The docstring's lines as they were, when left out.
+    hidden: Option<String>,
+}
+
+impl Shown {
+    /// `original` as it is.
+    pub fn whole(original: &str) -> Shown {
+        Shown { code: original.to_string(), hidden: None }
+    }
+
+    /// `original` without the docstring of the definition it opens with, unless a line in `keep`
+    /// (from 0) is in it: a long docstring is text the model must copy back unchanged, and a small
+    /// model then answers with the code unchanged too.
+    pub fn without_docstring(original: &str, keep: &[usize]) -> Shown {
+        let Some((from, to)) = docstring(original) else { return Shown::whole(original) };
+        if keep.iter().any(|k| (from..=to).contains(k)) {
+            return Shown::whole(original);
+        }
+        let lines: Vec<&str> = original.lines().collect();
+        let code = lines[..from].iter().chain(&lines[to + 1..]).copied().collect::<Vec<_>>().join("\n");
+        Shown { code, hidden: Some(lines[from..=to].join("\n")) }
+    }
+
+    /// A rewrite of the shown code with the docstring put back after its definition's header,
+    /// unless the rewrite holds a docstring of its own.
+    pub fn restore(&self, rewritten: &str) -> String {
+        let Some(hidden) = &self.hidden else { return rewritten.to_string() };
+        let lines: Vec<&str> = rewritten.lines().collect();
+        let Some(def) = def_line(&lines) else { return rewritten.to_string() };
+        if docstring(rewritten).is_some() {
+            return rewritten.to_string();
+        }
+        let at = header_end(&lines, def) + 1;
+        lines[..at]
+            .iter()
+            .copied()
+            .chain(hidden.lines())
+            .chain(lines[at..].iter().copied())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
 /// Why an answer is not a rewrite of the code, with what to send instead.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NotARewrite {
@@ -203,6 +273,32 @@ mod tests {
             "{after}"
         );
         assert!(after.starts_with("import os\n\n\nclass Box:"));
+    }
+
+    #[test]
+    fn a_docstring_is_left_out_of_what_is_shown_and_put_back_in_the_rewrite() {
+        let original = "    @cached\n    def area(self,\n             exact=True):\n        \"\"\"The area.\n\n        Long text.\n        \"\"\"\n        # square\n        return self.size ** 2";
+        assert_eq!(docstring(original), Some((3, 6)));
+        let shown = Shown::without_docstring(original, &[8]);
+        let header = "    @cached\n    def area(self,\n             exact=True):\n";
+        assert_eq!(shown.code, format!("{header}        # square\n        return self.size ** 2"));
+        let answer = format!("{header}        return self.size * self.size");
+        assert_eq!(
+            shown.restore(&answer),
+            format!(
+                "{header}        \"\"\"The area.\n\n        Long text.\n        \"\"\"\n        return self.size * self.size"
+            )
+        );
+        // A rewrite that writes a docstring of its own keeps it; a note inside the docstring
+        // shows the code whole.
+        let own = "    def area(self):\n        '''Squared.'''\n        return 1";
+        assert_eq!(shown.restore(own), own);
+        assert_eq!(Shown::without_docstring(original, &[5]), Shown::whole(original));
+        assert_eq!(Shown::whole(original).restore("x"), "x");
+        // One-line docstrings, and code without one.
+        assert_eq!(docstring("def f():\n    r\"\"\"Doc.\"\"\"\n    return 1"), Some((1, 1)));
+        assert_eq!(docstring("def f():\n    return 1"), None);
+        assert_eq!(docstring("x = 1\ny = 2"), None);
     }
 
     #[test]
