@@ -373,6 +373,8 @@ fn an_agent_command_that_hangs_is_killed_with_its_group_and_retried_next_run() {
 
 /// The agent in rewrite mode: shown the function around the commented line, it first sends it back
 /// unchanged (and is told so), then rewritten; the rewrite is spliced in and the hidden test passes.
+/// With `hide_docstrings` it is shown the function without its docstring, and the docstring is
+/// put back: the patch leaves it as it was.
 #[test]
 fn a_rewrite_of_the_commented_function_is_spliced_back_and_validated() {
     if !docker_or_skip("the rewrite-mode validation test") {
@@ -392,6 +394,8 @@ fn a_rewrite_of_the_commented_function_is_spliced_back_and_validated() {
         }
         let shown = user.split("```python\n").nth(1).and_then(|c| c.split("\n```").next()).unwrap();
         assert!(shown.trim_start().starts_with("def parse_duration"), "the function is shown whole: {shown}");
+        let hiding = messages[1]["content"].as_str().unwrap().contains("HIDING");
+        assert_eq!(shown.contains("Return the number of seconds"), !hiding, "{shown}");
         let step = messages.iter().filter(|m| m["role"] == "assistant").count();
         let code = if step == 0 {
             shown.to_string()
@@ -415,7 +419,20 @@ fn a_rewrite_of_the_commented_function_is_spliced_back_and_validated() {
       prompt: {prompts}/agent_rewrite.md
       feedback_prompt: {prompts}/agent_rewrite_feedback.md
       max_steps: 2
+  - id: validate_hiding
+    kind: agent_validation
+    needs: [tests, context, environment]
+    attempts: 1
+    agent:
+      kind: builtin
+      mode: rewrite
+      prompt: hiding.md
+      feedback_prompt: {prompts}/agent_rewrite_feedback.md
+      max_steps: 2
+      hide_docstrings: true
 ";
+    let prompt = std::fs::read_to_string(root().join("prompts/agent_rewrite.md")).unwrap();
+    s.write("hiding.md", &prompt.replace("Pull request:", "HIDING Pull request:"));
     s.write("p.yaml", &curation_pipeline("val", &mirrors, &server.base_url, "    repeats: 1\n", stages));
     let out = s.curate(&["run", "p.yaml"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -428,6 +445,12 @@ fn a_rewrite_of_the_commented_function_is_spliced_back_and_validated() {
     assert_eq!(steps[1]["applied"], 1);
     let told = server.requests().iter().any(|r| r.to_string().contains("it changes nothing"));
     assert!(told, "the unchanged answer was reported back");
+
+    let (state, _, hidden) = &rows(&s, "validate_hiding")["curate-sample__durations-3#1"];
+    assert_eq!(state, "kept", "{hidden}");
+    let patch = hidden["patch"].as_str().unwrap();
+    assert_eq!(patch, c1["patch"].as_str().unwrap(), "the docstring was put back where it was");
+    assert!(!patch.contains("Return the number of seconds"), "{patch}");
 }
 
 /// Drops the pattern check along with the truncation: the rounding test passes, but the project's
