@@ -31,6 +31,16 @@ pub struct PullRequest {
     pub extra: Map<String, Value>,
 }
 
+impl PullRequest {
+    /// The PR's own merge, when the source names it apart from the fixed commit (the real-world
+    /// set's `metadata.pr_merged_commit`, where the fixed commit is the one that answers the
+    /// comment): the PR's final state, whose tests may come after the fix.
+    pub fn pr_merged_commit(&self) -> Option<&str> {
+        let key = "pr_merged_commit";
+        self.extra.get(key).or_else(|| self.extra.get("metadata")?.get(key)).and_then(Value::as_str)
+    }
+}
+
 /// One human review comment on a PR.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReviewComment {
@@ -107,6 +117,28 @@ pub fn normalize_repo_path(path: &str) -> Result<String, PathError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_prs_merge_is_read_where_a_source_names_it() {
+        let pr = |extra: Value| PullRequest {
+            repo: "a/b".into(),
+            number: None,
+            title: String::new(),
+            body: String::new(),
+            language: None,
+            created_at: None,
+            base_commit: "a".into(),
+            head_commit: "b".into(),
+            fixed_commit: Some("c".into()),
+            patch: None,
+            fixed_patch: None,
+            extra: extra.as_object().cloned().unwrap_or_default(),
+        };
+        let merge = serde_json::json!({"metadata": {"fix_commit": "c", "pr_merged_commit": "d"}});
+        assert_eq!(pr(merge).pr_merged_commit(), Some("d"));
+        assert_eq!(pr(serde_json::json!({"pr_merged_commit": "e"})).pr_merged_commit(), Some("e"));
+        assert_eq!(pr(serde_json::json!({"metadata": {}})).pr_merged_commit(), None);
+    }
 
     #[test]
     fn repo_paths_must_stay_inside() {

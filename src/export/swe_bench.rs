@@ -162,7 +162,10 @@ fn instance(
     let comment: ReviewComment = serde_json::from_value(item.data.clone())?;
     let mirror = mirrors.open(&pr.repo, &[&pr.head_commit, fixed])?;
     let test_paths = test_side(&mirror, &pr.head_commit, fixed, project_tests.as_ref())?;
-    let (patch, test_patch, fail_to_pass) = patches(&mirror, &pr.head_commit, fixed, &test_paths, &test)?;
+    // The test side comes from the PR's merge when the fix commit had none.
+    let tests_from = project_tests.as_ref().and_then(|t| t.tests_commit.as_deref()).unwrap_or(fixed);
+    let (patch, test_patch, fail_to_pass) =
+        patches(&mirror, &pr.head_commit, (fixed, tests_from), &test_paths, &test)?;
     let mut pass_to_pass = project_tests.map(|t| t.pass_to_pass).unwrap_or_default();
     pass_to_pass.retain(|t| !fail_to_pass.contains(t));
     let pinned =
@@ -248,7 +251,7 @@ fn without(diff: &str, drop: &BTreeSet<String>) -> String {
 fn patches(
     mirror: &Mirror,
     reviewed: &str,
-    fixed: &str,
+    (fixed, tests_from): (&str, &str),
     test_paths: &BTreeSet<String>,
     test: &contract::Test,
 ) -> Result<(String, String, Vec<String>), RepoError> {
@@ -256,14 +259,14 @@ fn patches(
     let patch = without(&whole, test_paths);
     let paths: Vec<&str> = test_paths.iter().map(String::as_str).collect();
     let mut test_patch =
-        if paths.is_empty() { String::new() } else { mirror.diff_of(reviewed, fixed, &paths)? };
+        if paths.is_empty() { String::new() } else { mirror.diff_of(reviewed, tests_from, &paths)? };
     let fail_to_pass = match &test.project {
         Some(project) => {
             // The project test's files as it ran, where the fixed commit's test side lacks them
             // (a test of curate's laid out among the project's tests).
             for (path, text) in &project.files {
                 if !test_paths.contains(path)
-                    && mirror.file_at(fixed, path)?.as_deref() != Some(text.as_bytes())
+                    && mirror.file_at(tests_from, path)?.as_deref() != Some(text.as_bytes())
                 {
                     let old = mirror.file_at(reviewed, path)?;
                     test_patch.push_str(&file_diff(path, old.as_deref(), text.as_bytes())?);

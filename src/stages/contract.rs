@@ -146,6 +146,11 @@ pub struct ProjectTests {
     /// The test side of the fix (test modules, conftest files, data under test directories):
     /// repository-relative paths the fixed commit adds or changes.
     pub test_paths: Vec<String>,
+    /// The commit `test_paths` are read from, put in on both sides, when it is not the fixed
+    /// commit: the PR's merge, when the fix commit changes no test and later commits of the PR add
+    /// them (pdm 570: "Add tests for project source env var expansion", after the fix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tests_commit: Option<String>,
     /// Node ids that fail on the reviewed code and pass on the fixed code.
     pub fail_to_pass: Vec<String>,
     /// Node ids that pass on both.

@@ -39,6 +39,10 @@ struct Config {
     /// Test modules run at most (the first, in path order).
     #[serde(default = "default_max_modules")]
     max_modules: usize,
+    /// When the fix commit changes no test and the PR's merge does (its tests came in a later
+    /// commit of the PR): the merge's test side, put in on both sides.
+    #[serde(default)]
+    tests_from_merge: bool,
 }
 
 fn default_timeout() -> u64 {
@@ -53,6 +57,7 @@ struct Stage {
     docker: Arc<Hosts>,
     timeout: Duration,
     max_modules: usize,
+    tests_from_merge: bool,
 }
 
 pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
@@ -65,6 +70,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         docker: ctx.docker.clone(),
         timeout: Duration::from_secs(config.timeout_secs),
         max_modules: config.max_modules,
+        tests_from_merge: config.tests_from_merge,
     });
     Ok(StageDef {
         side_effects: true,
@@ -103,13 +109,26 @@ impl Stage {
         let (reviewed, fixed) = (dir.path().join("reviewed"), dir.path().join("fixed"));
         let (mirrors, repo, head) = (self.mirrors.clone(), pr.repo.clone(), pr.head_commit.clone());
         let (r, f) = (reviewed.clone(), fixed.clone());
-        let patch = tokio::task::spawn_blocking(move || {
+        let merge =
+            pr.pr_merged_commit().filter(|m| self.tests_from_merge && *m != fixed_commit).map(str::to_string);
+        let (patch, test_paths, tests_commit) = tokio::task::spawn_blocking(move || {
             let mirror = mirrors.checkout_pair(&repo, (&head, &fixed_commit), &r, &f)?;
-            Ok::<_, TaskError>(mirror.diff(&head, &fixed_commit)?)
+            let patch = mirror.diff(&head, &fixed_commit)?;
+            let tests_of = |patch: &str| -> Vec<String> {
+                changed_paths(patch).into_iter().filter(|p| is_test_side(p)).collect()
+            };
+            let test_paths = tests_of(&patch);
+            if let Some(merge) = merge.filter(|_| test_paths.is_empty()) {
+                let later = tests_of(&mirror.diff(&head, &merge)?);
+                if !later.is_empty() {
+                    project::put_in_from(&mirror, &merge, &later, &f)?;
+                    return Ok::<_, TaskError>((patch, later, Some(merge)));
+                }
+            }
+            Ok((patch, test_paths, None))
         })
         .await
         .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))??;
-        let test_paths: Vec<String> = changed_paths(&patch).into_iter().filter(|p| is_test_side(p)).collect();
         // The modules the fix changes, then those named after a module it changes (or, when none
         // is, those that import one).
         let listing = working_files(&fixed)
@@ -121,7 +140,12 @@ impl Stage {
         let modules =
             project::paths_to_run(&test_paths, &named, |p| fixed.join(p).is_file(), self.max_modules);
         let mut record = Record {
-            tests: ProjectTests { test_paths, fail_to_pass: Vec::new(), pass_to_pass: Vec::new() },
+            tests: ProjectTests {
+                test_paths,
+                tests_commit,
+                fail_to_pass: Vec::new(),
+                pass_to_pass: Vec::new(),
+            },
             modules,
             reviewed: None,
             fixed: None,

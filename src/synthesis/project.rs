@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::exec::testrun::NodeOutcome;
+use crate::repo::{Mirror, RepoError};
 
 /// Whether `path` (repository-relative) belongs to the tests: under a `test`, `tests` or
 /// `testing` directory, a `conftest.py`, or a module named `test_*.py` or `*_test.py`.
@@ -69,6 +70,23 @@ pub fn changed_paths(patch: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// Writes `paths` as they are at `commit` of `mirror` into the tree `dest`, over what is there; a
+/// path `commit` lacks is left as it was. For a fixed tree whose tests come from a later commit of
+/// the PR ([`crate::stages::contract::ProjectTests::tests_commit`]).
+pub fn put_in_from(mirror: &Mirror, commit: &str, paths: &[String], dest: &Path) -> Result<(), RepoError> {
+    for path in paths {
+        let io = |error| RepoError::Io { dir: dest.to_path_buf(), error };
+        crate::record::check_repo_path(path).map_err(|e| io(std::io::Error::other(e)))?;
+        let Some(bytes) = mirror.file_at(commit, path)? else { continue };
+        let to = dest.join(path);
+        if let Some(dir) = to.parent() {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        std::fs::write(&to, bytes).map_err(io)?;
+    }
+    Ok(())
 }
 
 /// The reviewed tree `reviewed` with the test side of the fix (`paths`, read from `fixed`) in it, in
@@ -167,6 +185,53 @@ pub fn hint_words(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_later_commits_tests_are_put_into_a_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("src/acme/widgets");
+        std::fs::create_dir_all(repo.join("tests")).unwrap();
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(["-c", "user.name=T", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"])
+                .args(args)
+                .current_dir(&repo)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}");
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        git(&["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join("tests/test_a.py"), "def test_a(): pass\n").unwrap();
+        git(&["add", "."]);
+        git(&["commit", "-qm", "fix"]);
+        let fix = git(&["rev-parse", "HEAD"]);
+        std::fs::write(repo.join("tests/test_a.py"), "def test_a(): assert 1\n").unwrap();
+        std::fs::write(repo.join("tests/data.bin"), [0u8, 159, 146, 150]).unwrap();
+        git(&["add", "."]);
+        git(&["commit", "-qm", "tests after the fix"]);
+        let merge = git(&["rev-parse", "HEAD"]);
+
+        let mirrors = crate::repo::Mirrors::new("src/{repo}", dir.path(), &dir.path().join("cache"));
+        let mirror = mirrors.open("acme/widgets", &[&fix, &merge]).unwrap();
+        let tree = dir.path().join("tree");
+        mirror.materialize(&fix, &tree).unwrap();
+        let paths: Vec<String> =
+            ["tests/test_a.py", "tests/data.bin", "tests/gone.py"].iter().map(|p| p.to_string()).collect();
+        put_in_from(&mirror, &merge, &paths, &tree).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(tree.join("tests/test_a.py")).unwrap(),
+            "def test_a(): assert 1\n"
+        );
+        assert_eq!(
+            std::fs::read(tree.join("tests/data.bin")).unwrap(),
+            [0u8, 159, 146, 150],
+            "bytes as they are"
+        );
+        assert!(!tree.join("tests/gone.py").exists(), "a path the commit lacks is left as it was");
+        let outside = vec!["../escape.py".to_string()];
+        assert!(put_in_from(&mirror, &merge, &outside, &tree).is_err());
+    }
 
     fn outcomes(pairs: &[(&str, NodeOutcome)]) -> BTreeMap<String, NodeOutcome> {
         pairs.iter().map(|(n, o)| (n.to_string(), *o)).collect()

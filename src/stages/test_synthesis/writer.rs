@@ -490,6 +490,8 @@ impl Writer {
         let line = i.context.end_line;
         let (attribution, context) = (i.attribution.clone(), i.context.clone());
         let changed_tests = i.project_tests.as_ref().map(|t| t.test_paths.clone()).unwrap_or_default();
+        // Tests of the PR that came after the fix: in the fixed tree as the project stage ran them.
+        let tests_from = i.project_tests.as_ref().and_then(|t| t.tests_commit.clone());
         let in_tree = self.settings.project_fixtures;
         let package = i
             .environment
@@ -500,6 +502,9 @@ impl Writer {
         let (fix_diff, (test_imports, mend_from), example, test_dir) =
             tokio::task::spawn_blocking(move || {
                 let mirror = mirrors.checkout_pair(&repo, (&head, &fixed_commit), &reviewed_dest, &dest)?;
+                if let Some(commit) = &tests_from {
+                    project::put_in_from(&mirror, commit, &changed_tests, &dest)?;
+                }
                 let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
                 let diff = facts::diff_near(
                     &mirror.diff_of(&head, &fixed_commit, &paths)?,
