@@ -39,8 +39,9 @@ struct Config {
     /// Test modules run at most (the first, in path order).
     #[serde(default = "default_max_modules")]
     max_modules: usize,
-    /// When the fix commit changes no test and the PR's merge does (its tests came in a later
-    /// commit of the PR): the merge's test side, put in on both sides.
+    /// When the fix's tests give no candidate (it changes none, or none fails then passes) and the
+    /// PR changed its tests after the fix: the lists again with the merge's test side, put in on
+    /// both sides.
     #[serde(default)]
     tests_from_merge: bool,
 }
@@ -111,31 +112,54 @@ impl Stage {
         let (r, f) = (reviewed.clone(), fixed.clone());
         let merge =
             pr.pr_merged_commit().filter(|m| self.tests_from_merge && *m != fixed_commit).map(str::to_string);
-        let (patch, test_paths, tests_commit) = tokio::task::spawn_blocking(move || {
+        let (patch, test_paths, later) = tokio::task::spawn_blocking(move || {
             let mirror = mirrors.checkout_pair(&repo, (&head, &fixed_commit), &r, &f)?;
             let patch = mirror.diff(&head, &fixed_commit)?;
-            let tests_of = |patch: &str| -> Vec<String> {
-                changed_paths(patch).into_iter().filter(|p| is_test_side(p)).collect()
-            };
-            let test_paths = tests_of(&patch);
-            if let Some(merge) = merge.filter(|_| test_paths.is_empty()) {
-                let later = tests_of(&mirror.diff(&head, &merge)?);
-                if !later.is_empty() {
-                    project::put_in_from(&mirror, &merge, &later, &f)?;
-                    return Ok::<_, TaskError>((patch, later, Some(merge)));
+            let test_paths = test_side_of(&patch);
+            // The merge's test side, when the PR changed its tests after the fix.
+            let later = match merge {
+                Some(merge) if !test_side_of(&mirror.diff(&fixed_commit, &merge)?).is_empty() => {
+                    let paths = test_side_of(&mirror.diff(&head, &merge)?);
+                    Some((mirror, merge, paths))
                 }
-            }
-            Ok((patch, test_paths, None))
+                _ => None,
+            };
+            Ok::<_, TaskError>((patch, test_paths, later))
         })
         .await
         .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))??;
+        let record = self.lists(&environment, &patch, (test_paths, None), &reviewed, &fixed).await?;
+        // No candidate from the fix's tests: the tests the PR wrote after the fix, put in on both
+        // sides (pdm 570: "Add tests for project source env var expansion", after the fix).
+        let Some((mirror, merge, paths)) = later.filter(|_| record.tests.fail_to_pass.is_empty()) else {
+            return to_value(&record);
+        };
+        let (f, put) = (fixed.clone(), paths.clone());
+        let merge_for = merge.clone();
+        tokio::task::spawn_blocking(move || project::put_in_from(&mirror, &merge_for, &put, &f))
+            .await
+            .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))??;
+        let second = self.lists(&environment, &patch, (paths, Some(merge)), &reviewed, &fixed).await?;
+        to_value(if second.modules.is_empty() { &record } else { &second })
+    }
+
+    /// The lists of the modules `test_paths` (read from `fixed`) and the related ones give: run on
+    /// the reviewed tree with them put in, and on the fixed tree.
+    async fn lists(
+        &self,
+        environment: &contract::Environment,
+        patch: &str,
+        (test_paths, tests_commit): (Vec<String>, Option<String>),
+        reviewed: &Path,
+        fixed: &Path,
+    ) -> Result<Record, TaskError> {
         // The modules the fix changes, then those named after a module it changes (or, when none
         // is, those that import one).
-        let listing = working_files(&fixed)
-            .map_err(|e| TaskError::infra(format!("cannot list the fixed tree: {e}")))?;
-        let mut named = related_tests(&patch, &listing);
+        let listing =
+            working_files(fixed).map_err(|e| TaskError::infra(format!("cannot list the fixed tree: {e}")))?;
+        let mut named = related_tests(patch, &listing);
         if named.is_empty() {
-            named = importing_tests(&patch, &listing, &|p: &str| std::fs::read_to_string(fixed.join(p)).ok());
+            named = importing_tests(patch, &listing, &|p: &str| std::fs::read_to_string(fixed.join(p)).ok());
         }
         let modules =
             project::paths_to_run(&test_paths, &named, |p| fixed.join(p).is_file(), self.max_modules);
@@ -151,18 +175,18 @@ impl Stage {
             fixed: None,
             unbuilt: None,
         };
-        if !record.modules.is_empty() {
-            let Some((on_reviewed, on_fixed)) =
-                self.run_both(&environment, &reviewed, &fixed, &mut record).await?
-            else {
-                return to_value(&record);
-            };
-            record.tests.fail_to_pass = project::fail_to_pass(&on_reviewed.1, &on_fixed.1);
-            record.tests.pass_to_pass = project::pass_to_pass(&on_reviewed.1, &on_fixed.1);
-            record.reviewed = Some(run_record(&on_reviewed.0));
-            record.fixed = Some(run_record(&on_fixed.0));
+        if record.modules.is_empty() {
+            return Ok(record);
         }
-        to_value(&record)
+        let Some((on_reviewed, on_fixed)) = self.run_both(environment, reviewed, fixed, &mut record).await?
+        else {
+            return Ok(record);
+        };
+        record.tests.fail_to_pass = project::fail_to_pass(&on_reviewed.1, &on_fixed.1);
+        record.tests.pass_to_pass = project::pass_to_pass(&on_reviewed.1, &on_fixed.1);
+        record.reviewed = Some(run_record(&on_reviewed.0));
+        record.fixed = Some(run_record(&on_fixed.0));
+        Ok(record)
     }
 
     /// The modules run on the reviewed tree with the fix's test side in it, and on the fixed tree,
@@ -207,6 +231,11 @@ impl Stage {
         );
         Ok(Some((on_reviewed?, on_fixed?)))
     }
+}
+
+/// The test side of a diff: the test modules, conftest files and test data it adds or changes.
+fn test_side_of(patch: &str) -> Vec<String> {
+    changed_paths(patch).into_iter().filter(|p| is_test_side(p)).collect()
 }
 
 fn to_value(record: &Record) -> Result<Value, TaskError> {

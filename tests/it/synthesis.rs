@@ -5,6 +5,7 @@
 //! without Docker; fails under CURATE_REQUIRE_DOCKER=1.
 
 use std::collections::HashMap;
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use crate::common::durations::*;
@@ -584,6 +585,100 @@ fn the_tests_a_fix_adds_to_the_project_are_candidates_for_its_comments() {
     assert!(one.contains("| 2 | model | attempt 1 | unparseable |"), "{one}");
     let missing = s.curate(&["explain", "p.yaml", "--comment", "no-such#1"]);
     assert_eq!(missing.status.code(), Some(2), "{}", stderr(&missing));
+}
+
+/// Tests the PR wrote after the fix: the fixed side is a commit with durations#3's code change
+/// alone, and its tests come in the PR's merge (`metadata.pr_merged_commit`, as the real-world set
+/// names it). The fix's own tests give no candidate; with `tests_from_merge` the merge's test module
+/// is run on both sides, and comment 1 gets the project's rounding test from it.
+#[test]
+fn the_tests_a_pr_writes_after_the_fix_are_candidates_with_tests_from_merge() {
+    if !docker_or_skip("the tests-from-merge test") {
+        return;
+    }
+    let (mut record, _) = durations3();
+    let s = Scratch::new();
+    let mirrors = s.sample_mirrors();
+    // The fix's code without its tests, as a commit of the mirror.
+    let git_dir = mirrors.join("curate-sample/durations.git");
+    let (head, merge) = (
+        record["commit_to_review"]["head_commit"].as_str().unwrap().to_string(),
+        record["merged_commit"].as_str().unwrap().to_string(),
+    );
+    let work = s.path("work");
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(["-c", "user.name=T", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"])
+            .args(["--git-dir", git_dir.to_str().unwrap(), "--work-tree", work.to_str().unwrap()])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    std::fs::create_dir_all(&work).unwrap();
+    git(&["read-tree", &head]);
+    git(&["checkout-index", "-a"]);
+    git(&["checkout", &merge, "--", "src"]);
+    let tree = git(&["write-tree"]);
+    let fix = git(&["commit-tree", &tree, "-p", &head, "-m", "the fix, without its tests"]);
+    git(&["update-ref", "refs/heads/fix-only", &fix]);
+    record["merged_commit"] = Value::String(fix);
+    record["metadata"] = serde_json::json!({"pr_merged_commit": merge});
+    s.write("one.jsonl", &format!("{record}\n"));
+
+    let server = Server::responding(|_| Reply::Answer("I cannot write a test for this.".into()));
+    // Each setting in a state of its own: `plain`, then `syn`.
+    let pipeline = |name: &str, from_merge: bool| {
+        let more = format!(
+            "  - id: attribution\n    kind: attribution\n    needs: context\n    prompt: {}/prompts/attribution.md\n\
+             \x20 - id: project\n    kind: project_tests\n    needs: environment\n    tests_from_merge: {from_merge}\n",
+            crate::common::root().display()
+        );
+        curation_pipeline(
+            name,
+            &mirrors,
+            &server.base_url,
+            "    repeats: 1\n    max_attempts: 1\n    from_project_tests: true\n",
+            &more,
+        )
+        .replace("needs: [context, environment]\n", "needs: [context, environment, attribution, project]\n")
+    };
+    let project_of = |name: &str| -> Value {
+        let db = rusqlite::Connection::open(s.path(&format!(".curate/{name}/state.db"))).unwrap();
+        let output: String =
+            db.query_row("SELECT output FROM tasks WHERE stage = 'project'", [], |r| r.get(0)).unwrap();
+        serde_json::from_str(&output).unwrap()
+    };
+
+    s.write("plain.yaml", &pipeline("plain", false));
+    let out = s.curate(&["run", "plain.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let without = project_of("plain");
+    assert_eq!(without["fail_to_pass"], serde_json::json!([]), "the fix commit has no new test: {without}");
+    assert!(without.get("tests_commit").is_none(), "{without}");
+
+    s.write("p.yaml", &pipeline("syn", true));
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let with = project_of("syn");
+    assert_eq!(with["tests_commit"], Value::String(merge), "{with}");
+    assert_eq!(with["test_paths"], serde_json::json!(["tests/test_parse.py"]), "{with}");
+    let f2p = with["fail_to_pass"].as_array().unwrap();
+    assert!(
+        f2p.iter().any(|n| n == "tests/test_parse.py::test_fractions_are_rounded_not_truncated"),
+        "{with}"
+    );
+    let (state, _, c1) = &rows(&s)["curate-sample__durations-3#1"];
+    assert_eq!(state, "kept", "{c1}");
+    assert_eq!(c1["written_by"], "project test", "{c1}");
+    assert!(
+        c1["project"]["files"]["tests/test_parse.py"]
+            .as_str()
+            .unwrap()
+            .contains("def test_fractions_are_rounded"),
+        "the merge's test module, as it ran: {c1}"
+    );
 }
 
 /// A test whose one wrong assertion makes it fail on the fixed code too is judged again one check
