@@ -6,7 +6,8 @@
 //! lean on the project's tests and is judged so. Where a test runs among the project's tests, a
 //! third slip: a fixture of the project's (`project`) redefined in the test with a body that does
 //! nothing, so the test gets None instead of the project's object. And a fourth: a module of the
-//! standard library used (`ipaddress.ip_address`) and never imported.
+//! standard library (`ipaddress.ip_address`), or the project's own package (`h5py.h5p`), used and
+//! never imported.
 
 use super::source::{code_only, imports};
 
@@ -16,14 +17,19 @@ use super::source::{code_only, imports};
 pub struct Mending {
     pub imports: Vec<String>,
     pub fixtures: Vec<String>,
+    /// The project's top-level packages (`h5py`), put in like a standard module when a test uses
+    /// one as `h5py.File(...)` and never imports it.
+    pub packages: Vec<String>,
 }
 
 impl Mending {
     /// `code` mended: its imports of the project ([`mended`]), its stand-ins of the project's
-    /// fixtures left out ([`without_stub_fixtures`]), and the standard modules it uses without
-    /// importing them put in ([`with_standard_modules`]).
+    /// fixtures left out ([`without_stub_fixtures`]), and the standard modules and the project's
+    /// packages it uses without importing them put in ([`with_modules`]).
     pub fn apply(&self, code: &str) -> String {
-        with_standard_modules(&without_stub_fixtures(&mended(code, &self.imports), &self.fixtures))
+        let code = without_stub_fixtures(&mended(code, &self.imports), &self.fixtures);
+        let packages = self.packages.iter().map(String::as_str).filter(|p| !p.contains('.'));
+        with_modules(&code, STANDARD_MODULES.iter().copied().chain(packages))
     }
 }
 
@@ -76,13 +82,17 @@ const STANDARD_MODULES: [&str; 40] = [
 /// `code` with `import M` put in front for each module `M` of [`STANDARD_MODULES`] it uses as
 /// `M.something` without binding `M`.
 pub fn with_standard_modules(code: &str) -> String {
+    with_modules(code, STANDARD_MODULES.iter().copied())
+}
+
+/// `code` with `import M` put in front for each of `modules` (top-level names) it uses as
+/// `M.something` without binding `M`, once each.
+fn with_modules<'a>(code: &str, modules: impl Iterator<Item = &'a str>) -> String {
     let plain = code_only(code);
     let bound = bound(&plain);
-    let missing: Vec<&str> = STANDARD_MODULES
-        .iter()
-        .copied()
-        .filter(|m| !bound.iter().any(|b| b == m) && attribute_uses(&plain, m))
-        .collect();
+    let mut missing: Vec<&str> =
+        modules.filter(|m| !bound.iter().any(|b| b == m) && attribute_uses(&plain, m)).collect();
+    missing.dedup();
     if missing.is_empty() {
         return code.to_string();
     }
@@ -280,6 +290,19 @@ mod tests {
         ] {
             assert_eq!(with_standard_modules(code), code, "{code}");
         }
+    }
+
+    #[test]
+    fn the_projects_own_package_used_and_not_imported_is_put_in() {
+        // h5py 1468's second answer: `h5py.h5p...` with only pathlib and pytest imported.
+        let code = "import pytest\n\ndef test_a(tmp_path):\n    plist = h5py.h5p.create(h5py.h5p.FILE_ACCESS)\n    assert plist\n";
+        let mending =
+            Mending { packages: vec!["h5py".into(), "zope.interface".into()], ..Mending::default() };
+        assert_eq!(mending.apply(code), format!("import h5py\n{code}"));
+        let imported = format!("import h5py\n{code}");
+        assert_eq!(mending.apply(&imported), imported, "imported already");
+        // Without the package named, nothing is put in.
+        assert_eq!(Mending::default().apply(code), code);
     }
 
     #[test]

@@ -221,7 +221,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     // lines never run); the fixed side of a compiled project runs in an image with its build; with
     // `mend_imports`, an answer whose mended test is an earlier one's is a repeat. 21: with
     // `mend_imports` and `project_fixtures`, a do-nothing stand-in of a conftest fixture is left
-    // out; with `mend_imports`, a standard module used and not imported is put in.
+    // out; with `mend_imports`, a standard module used and not imported is put in. 22: so is the
+    // project's own top-level package.
     Ok(StageDef {
         side_effects: true,
         files: [&config.prompt, &config.feedback_prompt]
@@ -237,7 +238,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
             .into_iter()
             .chain(config.from_project_tests.then_some(contract::ProjectTests::NAME))
             .collect(),
-        ..StageDef::new(stage, 21, Scope::Comment, Resource::Llm)
+        ..StageDef::new(stage, 22, Scope::Comment, Resource::Llm)
     })
 }
 fn comment(input: &TaskInput) -> Result<Comment, TaskError> {

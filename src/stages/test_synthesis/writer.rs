@@ -554,7 +554,11 @@ impl Writer {
         let mut messages = self.first_messages(i, work);
         let mut last = reasons::UNPARSEABLE;
         let mut answers: Vec<String> = Vec::new();
-        let mending = Mending { imports: work.mend_from.clone(), fixtures: work.fixtures.clone() };
+        let mending = Mending {
+            imports: work.mend_from.clone(),
+            fixtures: work.fixtures.clone(),
+            packages: i.environment.imports.clone(),
+        };
         let mend = self.settings.mend_imports.then_some(&mending);
         for attempt in 1..=self.settings.max_attempts {
             let answer = self.answer(&messages, &answers, mend, meter).await?;
@@ -751,7 +755,7 @@ mod tests {
             "```python\ndef test_a():\n    assert fields.Str().deserialize('x') == 'x'\n```".to_string();
         let second = "```python\nfrom marshmallow import fields\n\ndef test_a():\n    assert fields.Str().deserialize('x') == 'x'\n```";
         let imports =
-            Mending { imports: vec!["from marshmallow import fields".to_string()], fixtures: vec![] };
+            Mending { imports: vec!["from marshmallow import fields".to_string()], ..Mending::default() };
         assert!(!repeats(second, std::slice::from_ref(&first), None), "as written they differ");
         assert!(repeats(second, std::slice::from_ref(&first), Some(&imports)));
         let other = "```python\nfrom marshmallow import fields\n\ndef test_a():\n    assert fields.Str().deserialize('y') == 'y'\n```";
