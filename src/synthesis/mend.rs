@@ -258,6 +258,8 @@ fn defined(code: &str) -> Vec<String> {
             out.push(ident(target.trim()));
         } else if let Some((target, _)) = line.split_once('=')
             && !target.ends_with(['=', '!', '<', '>'])
+            // `f(x, key=1)` passes a keyword; it binds nothing.
+            && !target.contains('(')
         {
             out.extend(target.split(',').map(|t| ident(t.trim())));
         }
@@ -301,6 +303,11 @@ mod tests {
         assert_eq!(mending.apply(code), format!("import h5py\n{code}"));
         let imported = format!("import h5py\n{code}");
         assert_eq!(mending.apply(&imported), imported, "imported already");
+        let real = "import pytest\nfrom pathlib import Path\n\n@pytest.fixture\ndef writable_file(tmp_path):\n    with Path(tmp_path / 'test.h5').open('w') as f:\n        return f\n\ndef test_set_fapl_split(writable_file):\n    # The reviewer asked.\n    prop_id = h5py.h5p.create(h5py.h5p.FILE_CREATE)\n    assert h5py.h5p.get_driver(prop_id) == h5py.h5fd.SPLIT\n";
+        assert_eq!(mending.apply(real), format!("import h5py\n{real}"));
+        // A keyword argument in a call (`meta_ext="-m.h5"`) binds nothing.
+        let keyword = "def test_a():\n    h5py.h5p.set_fapl_split(plist, meta_ext='-m.h5')\n";
+        assert_eq!(mending.apply(keyword), format!("import h5py\n{keyword}"));
         // Without the package named, nothing is put in.
         assert_eq!(Mending::default().apply(code), code);
     }
