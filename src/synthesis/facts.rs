@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::source::{code_only, imports};
+use super::source::{Import, code_only, imports};
 
 /// Signature lines shown at most, so a large module does not crowd out the rest of the prompt.
 pub const MAX_SIGNATURES: usize = 40;
@@ -151,6 +151,24 @@ pub fn test_imports(root: &Path, module: &str) -> Vec<String> {
     if top.is_empty() {
         return Vec::new();
     }
+    import_lines(root, |found| found.iter().any(|i| i.top() == top), MAX_TEST_IMPORTS)
+}
+
+/// Lines at most of [`helper_imports`].
+pub const MAX_HELPER_IMPORTS: usize = 200;
+
+/// The import lines of the project's test files under `root` that import neither the project's
+/// tests nor `package` (`from numpy.testing import assert_allclose`, `from unittest import mock`),
+/// the most used first: what a test that uses such a name and forgets its import is mended with.
+pub fn helper_imports(root: &Path, package: &str) -> Vec<String> {
+    let of_tests = |top: &str| matches!(top, "tests" | "test" | "testing" | "conftest");
+    let keep = |found: &[Import]| found.iter().all(|i| i.top() != package && !of_tests(i.top()));
+    import_lines(root, keep, MAX_HELPER_IMPORTS)
+}
+
+/// The import lines of the test files under `root` whose imports pass `keep`, counted over the
+/// files, the most used first (then in text order), at most `max`.
+fn import_lines(root: &Path, keep: impl Fn(&[Import]) -> bool, max: usize) -> Vec<String> {
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for file in test_files(root) {
         let Ok(text) = std::fs::read_to_string(&file) else { continue };
@@ -159,14 +177,15 @@ pub fn test_imports(root: &Path, module: &str) -> Vec<String> {
             if !(line.starts_with("import ") || line.starts_with("from ")) || line.ends_with('(') {
                 continue;
             }
-            if imports(line).iter().any(|i| i.top() == top) {
+            let found = imports(line);
+            if !found.is_empty() && keep(&found) {
                 *counts.entry(line.to_string()).or_default() += 1;
             }
         }
     }
     let mut lines: Vec<(String, usize)> = counts.into_iter().collect();
     lines.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    lines.into_iter().take(MAX_TEST_IMPORTS).map(|(line, _)| line).collect()
+    lines.into_iter().take(max).map(|(line, _)| line).collect()
 }
 
 /// The directory (relative to `root`) where a test of curate's runs among the project's tests:
@@ -393,6 +412,19 @@ class Version:
         std::fs::write(root.join("setup.py"), "from pkg import version\n").unwrap();
         assert_eq!(test_imports(root, "pkg.core"), vec!["from pkg.core import merge", "import pkg"]);
         assert!(test_imports(root, "other").is_empty());
+        // A line that imports the module among others counts for it.
+        std::fs::write(root.join("tests/test_d.py"), "import os, pkg\n").unwrap();
+        assert!(test_imports(root, "pkg").contains(&"import os, pkg".to_string()));
+        // The helpers: neither the project nor its tests, the most used first.
+        std::fs::write(
+            root.join("tests/test_e.py"),
+            "import pytest\nfrom numpy.testing import assert_allclose\nfrom tests.helpers import make\n",
+        )
+        .unwrap();
+        assert_eq!(
+            helper_imports(root, "pkg"),
+            vec!["import pytest", "from numpy.testing import assert_allclose"]
+        );
     }
 
     #[test]

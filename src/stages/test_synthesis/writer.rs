@@ -521,6 +521,10 @@ impl Writer {
                 let mut mend_from = test_imports.clone();
                 mend_from
                     .extend(package.map(|p| facts::test_imports(&reviewed_dest, &p)).unwrap_or_default());
+                // Then the helpers the project's tests import (pywt 471: `assert_allclose`, used
+                // and never imported, from `numpy.testing` as the project's tests have it).
+                let top = module.split('.').next().unwrap_or_default();
+                mend_from.extend(facts::helper_imports(&reviewed_dest, top));
                 Ok::<_, TaskError>((diff, (test_imports, mend_from), example, test_dir))
             })
             .await
