@@ -222,7 +222,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     // `mend_imports`, an answer whose mended test is an earlier one's is a repeat. 21: with
     // `mend_imports` and `project_fixtures`, a do-nothing stand-in of a conftest fixture is left
     // out; with `mend_imports`, a standard module used and not imported is put in. 22: so is the
-    // project's own top-level package.
+    // project's own top-level package, and a name the project's tests import from a helper module.
     Ok(StageDef {
         side_effects: true,
         files: [&config.prompt, &config.feedback_prompt]
