@@ -44,9 +44,7 @@ pub fn region(source: &str, line: usize) -> Region {
     let line = line.clamp(1, total);
     let mut best: Option<Region> = None;
     for (i, text) in lines.iter().enumerate() {
-        let t = text.trim_start();
-        let t = t.strip_prefix("async ").unwrap_or(t);
-        if !t.starts_with("def ") {
+        if !opens_def(text) {
             continue;
         }
         let indent = indent_of(text);
@@ -98,12 +96,15 @@ pub fn splice(source: &str, region: Region, code: &str) -> String {
     text
 }
 
+/// Whether `line` is a `def` (or `async def`) line.
+fn opens_def(line: &str) -> bool {
+    let t = line.trim_start();
+    t.strip_prefix("async ").unwrap_or(t).starts_with("def ")
+}
+
 /// The line (from 0) of the `def` a definition opens with, after its decorators.
 fn def_line(lines: &[&str]) -> Option<usize> {
-    lines.iter().position(|l| {
-        let t = l.trim_start();
-        t.starts_with("def ") || t.starts_with("async def ")
-    })
+    lines.iter().position(|l| opens_def(l))
 }
 
 /// The docstring of the definition `code` opens with: its lines (from 0) from the opening quotes

@@ -161,8 +161,7 @@ pub const MAX_HELPER_IMPORTS: usize = 200;
 /// tests nor `package` (`from numpy.testing import assert_allclose`, `from unittest import mock`),
 /// the most used first: what a test that uses such a name and forgets its import is mended with.
 pub fn helper_imports(root: &Path, package: &str) -> Vec<String> {
-    let of_tests = |top: &str| matches!(top, "tests" | "test" | "testing" | "conftest");
-    let keep = |found: &[Import]| found.iter().all(|i| i.top() != package && !of_tests(i.top()));
+    let keep = |found: &[Import]| found.iter().all(|i| i.top() != package && !is_test_package(i.top()));
     let mut lines = import_lines(root, keep, MAX_HELPER_IMPORTS);
     // The first line of an import that goes on over several is no import alone (pywt 471:
     // `from numpy.testing import (assert_allclose, assert_raises, assert_,`).
@@ -277,11 +276,12 @@ pub(crate) fn test_files(root: &Path) -> Vec<std::path::PathBuf> {
 /// Top-level modules of the project's tests that a test imports (`tests`, `tests.helpers`,
 /// `conftest`): these are not the project's code and may not be on the path where it runs.
 pub fn test_package_imports(code: &str) -> Vec<String> {
-    imports(&code_only(code))
-        .into_iter()
-        .filter(|i| matches!(i.top(), "tests" | "test" | "testing" | "conftest"))
-        .map(|i| i.module)
-        .collect()
+    imports(&code_only(code)).into_iter().filter(|i| is_test_package(i.top())).map(|i| i.module).collect()
+}
+
+/// Whether a top-level module name is the project's tests' (`tests`, `conftest`).
+fn is_test_package(top: &str) -> bool {
+    matches!(top, "tests" | "test" | "testing" | "conftest")
 }
 
 /// The diff of one file cut to at most `max` lines: whole hunks, nearest the commented `line`

@@ -90,9 +90,12 @@ pub fn with_standard_modules(code: &str) -> String {
 fn with_modules<'a>(code: &str, modules: impl Iterator<Item = &'a str>) -> String {
     let plain = code_only(code);
     let bound = bound(&plain);
-    let mut missing: Vec<&str> =
-        modules.filter(|m| !bound.iter().any(|b| b == m) && attribute_uses(&plain, m)).collect();
-    missing.dedup();
+    let mut missing: Vec<&str> = Vec::new();
+    for m in modules {
+        if !missing.contains(&m) && !bound.iter().any(|b| b == m) && attribute_uses(&plain, m) {
+            missing.push(m);
+        }
+    }
     if missing.is_empty() {
         return code.to_string();
     }

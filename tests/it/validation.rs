@@ -409,31 +409,26 @@ fn a_rewrite_of_the_commented_function_is_spliced_back_and_validated() {
     let s = Scratch::new();
     let mirrors = s.sample_mirrors();
     s.write("one.jsonl", &format!("{record}\n"));
-    let stages = "  - id: validate
+    let stage = |id: &str, prompt: &str, more: &str| {
+        format!(
+            "  - id: {id}
     kind: agent_validation
     needs: [tests, context, environment]
     attempts: 1
     agent:
       kind: builtin
       mode: rewrite
-      prompt: {prompts}/agent_rewrite.md
-      feedback_prompt: {prompts}/agent_rewrite_feedback.md
+      prompt: {prompt}
+      feedback_prompt: {{prompts}}/agent_rewrite_feedback.md
       max_steps: 2
-  - id: validate_hiding
-    kind: agent_validation
-    needs: [tests, context, environment]
-    attempts: 1
-    agent:
-      kind: builtin
-      mode: rewrite
-      prompt: hiding.md
-      feedback_prompt: {prompts}/agent_rewrite_feedback.md
-      max_steps: 2
-      hide_docstrings: true
-";
+{more}"
+        )
+    };
+    let stages = stage("validate", "{prompts}/agent_rewrite.md", "")
+        + &stage("validate_hiding", "hiding.md", "      hide_docstrings: true\n");
     let prompt = std::fs::read_to_string(root().join("prompts/agent_rewrite.md")).unwrap();
     s.write("hiding.md", &prompt.replace("Pull request:", "HIDING Pull request:"));
-    s.write("p.yaml", &curation_pipeline("val", &mirrors, &server.base_url, "    repeats: 1\n", stages));
+    s.write("p.yaml", &curation_pipeline("val", &mirrors, &server.base_url, "    repeats: 1\n", &stages));
     let out = s.curate(&["run", "p.yaml"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let validated = rows(&s, "validate");
