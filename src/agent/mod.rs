@@ -12,6 +12,7 @@ pub mod builtin;
 pub mod command;
 pub mod edits;
 pub mod rewrite;
+pub mod tested;
 
 use std::collections::BTreeMap;
 use std::future::Future;

@@ -83,6 +83,12 @@ pub fn cut(source: &str, region: Region) -> String {
     source.lines().skip(region.start - 1).take(region.end + 1 - region.start).collect::<Vec<_>>().join("\n")
 }
 
+/// `code` with the indentation all its code lines share taken off.
+pub fn dedent(code: &str) -> String {
+    let have = code.lines().filter(|l| is_code(l)).map(indent_of).min().unwrap_or(0);
+    reindent(code, have, 0)
+}
+
 /// `source` with `region` replaced by `code`, its other lines and final newline as they were.
 pub fn splice(source: &str, region: Region, code: &str) -> String {
     let lines: Vec<&str> = source.lines().collect();

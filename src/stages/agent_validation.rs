@@ -19,7 +19,7 @@ use serde_yaml::Mapping;
 
 use super::contract::{self, CommentContext, Contract, Environment, Test};
 use super::{AsyncStage, StageContext, StageDef, TaskError, TaskInput, adapt, comment_records};
-use crate::agent::{Agent, AgentConfig, AgentTask, ReviewNote, file_patch};
+use crate::agent::{Agent, AgentConfig, AgentTask, ReviewNote, file_patch, tested};
 use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
@@ -47,6 +47,10 @@ struct Config {
     /// `pass_to_pass` (else only record it).
     #[serde(default = "default_regression_check")]
     regression_check: bool,
+    /// A comment on a test of the PR is shown to the agent at the code the test calls
+    /// ([`crate::agent::tested`]), not at the test, which the hidden test replaces.
+    #[serde(default)]
+    tested_code: bool,
 }
 
 fn default_regression_check() -> bool {
@@ -73,6 +77,7 @@ struct Validation {
     attempts: u32,
     timeout: Duration,
     regression_check: bool,
+    tested_code: bool,
 }
 
 pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
@@ -88,6 +93,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         attempts: config.attempts,
         timeout: Duration::from_secs(config.timeout_secs),
         regression_check: config.regression_check,
+        tested_code: config.tested_code,
     });
     // 2: the built-in agent also reads unified diffs and whole files.
     Ok(StageDef {
@@ -270,7 +276,12 @@ impl AsyncStage for Validation {
                 tempfile::tempdir().map_err(|e| TaskError::infra(format!("no temporary directory: {e}")))?;
             let copy = work.path().join("repo");
             history_free_copy(self.mirrors.clone(), &i.pr.repo, &i.pr.head_commit, &copy).await?;
-            let revision = self.agent.revise(&i.task, &copy, attempt, &input.meter).await?;
+            let task = if self.tested_code {
+                tested::retarget(&i.task, i.pr.patch.as_deref().unwrap_or_default(), &copy)
+            } else {
+                i.task.clone()
+            };
+            let revision = self.agent.revise(&task, &copy, attempt, &input.meter).await?;
             if revision.diff.trim().is_empty() {
                 history.push(Attempt {
                     attempt,

@@ -1,0 +1,181 @@
+//! A comment on a test is about the code the test calls. When a reviewer comments on a test of the
+//! PR (w3lib 174: "this test of a user without a password has an empty password"), the change that
+//! answers it is in the code under test, so an agent shown only the test rewrites the test, which
+//! the hidden test then replaces. [`retarget`] moves such a note to the definition, in the PR's
+//! changed code, that the commented test calls first, and quotes the test in the note.
+
+use std::path::Path;
+
+use super::rewrite;
+use super::{AgentTask, ReviewNote};
+use crate::synthesis::project::{changed_paths, is_test_side};
+
+/// A definition of the PR's code: its file and its `def` line (from 1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Definition {
+    pub path: String,
+    pub line: usize,
+}
+
+/// The names `code` calls, in the order they are first called: `name(` and `.name(`.
+pub fn called_names(code: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for line in code.lines() {
+        let line = line.split('#').next().unwrap_or("");
+        let bytes = line.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i].is_ascii_alphabetic() || bytes[i] == b'_' {
+                let start = i;
+                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                    i += 1;
+                }
+                let name = &line[start..i];
+                if bytes.get(i) == Some(&b'(') && name != "def" && !names.iter().any(|n| n == name) {
+                    names.push(name.to_string());
+                }
+            } else {
+                i += 1;
+            }
+        }
+    }
+    names
+}
+
+/// The line (from 1) where `source` defines `name` with `def`, the least indented first.
+fn definition_line(source: &str, name: &str) -> Option<usize> {
+    source
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            let t = l.trim_start();
+            let t = t.strip_prefix("async ").unwrap_or(t);
+            t.strip_prefix("def ").and_then(|r| r.strip_prefix(name)).is_some_and(|r| r.starts_with('('))
+        })
+        .min_by_key(|(_, l)| l.len() - l.trim_start().len())
+        .map(|(i, _)| i + 1)
+}
+
+/// The definition among `sources` (path and text) that `test` calls first.
+pub fn code_under_test(test: &str, sources: &[(String, String)]) -> Option<Definition> {
+    called_names(test).iter().find_map(|name| {
+        sources.iter().find_map(|(path, text)| {
+            definition_line(text, name).map(|line| Definition { path: path.clone(), line })
+        })
+    })
+}
+
+/// `task` with each note on a test module of the PR moved to the code that the commented test
+/// calls: the definition in the PR's changed non-test Python files under `root` (the reviewed
+/// tree) that it calls first, with the test quoted in the note. A note whose test calls none of
+/// them, or that is not on a test, is kept as it is.
+pub fn retarget(task: &AgentTask, patch: &str, root: &Path) -> AgentTask {
+    let sources: Vec<(String, String)> = changed_paths(patch)
+        .into_iter()
+        .filter(|p| p.ends_with(".py") && !is_test_side(p) && crate::record::check_repo_path(p).is_ok())
+        .filter_map(|p| std::fs::read_to_string(root.join(&p)).ok().map(|text| (p, text)))
+        .collect();
+    let mut out = AgentTask { review: Vec::new(), ..task.clone() };
+    for note in &task.review {
+        let moved = match (&note.path, note.line) {
+            (Some(path), Some(line)) if is_test_side(path) => {
+                task.files.iter().find(|(p, _)| p == path).and_then(|(_, text)| {
+                    let test = rewrite::cut(text, rewrite::region(text, line as usize));
+                    code_under_test(&test, &sources).map(|d| (d, test))
+                })
+            }
+            _ => None,
+        };
+        let Some((definition, test)) = moved else {
+            out.review.push(note.clone());
+            continue;
+        };
+        let (Some(path), Some(line)) = (&note.path, note.line) else { continue };
+        out.review.push(ReviewNote {
+            path: Some(definition.path.clone()),
+            line: Some(definition.line as u64),
+            body: format!(
+                "{}\n\n(The comment is on this test, {path} line {line}; the code below is what it tests.)\n```python\n{}\n```",
+                note.body.trim(),
+                rewrite::dedent(&test)
+            ),
+        });
+        if !out.files.iter().any(|(p, _)| *p == definition.path) {
+            let text = sources.iter().find(|(p, _)| *p == definition.path).map(|(_, t)| t.clone());
+            out.files.extend(text.map(|t| (definition.path.clone(), t)));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEST: &str = "    def test_user_without_password(self):\n        url = 'http://user@example.com'\n        # check(url) would not do\n        self.assertEqual(safe_url_string(url), url)\n";
+
+    #[test]
+    fn the_names_a_test_calls_come_in_order_once() {
+        assert_eq!(
+            called_names(TEST),
+            ["test_user_without_password", "assertEqual", "safe_url_string"],
+            "a def line's own name counts, a commented-out call does not"
+        );
+    }
+
+    #[test]
+    fn the_first_called_name_the_pr_defines_is_the_code_under_test() {
+        let sources = vec![
+            ("w3lib/html.py".to_string(), "def other():\n    pass\n".to_string()),
+            (
+                "w3lib/url.py".to_string(),
+                "class X:\n    def safe_url_string(self):\n        pass\n\n\ndef safe_url_string(url, encoding='utf8'):\n    return url\n".to_string(),
+            ),
+        ];
+        assert_eq!(
+            code_under_test(TEST, &sources),
+            Some(Definition { path: "w3lib/url.py".into(), line: 6 }),
+            "the module-level definition before a method of the same name"
+        );
+        assert_eq!(code_under_test("def test_a():\n    assert f(1)\n", &sources), None);
+    }
+
+    #[test]
+    fn a_note_on_a_test_moves_to_the_code_it_calls_and_quotes_the_test() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("w3lib")).unwrap();
+        let url = "import re\n\n\ndef safe_url_string(url):\n    return url\n";
+        std::fs::write(root.path().join("w3lib/url.py"), url).unwrap();
+        let test_file = format!("import unittest\n\n\nclass T(unittest.TestCase):\n{TEST}");
+        let patch =
+            "--- a/w3lib/url.py\n+++ b/w3lib/url.py\n--- a/tests/test_url.py\n+++ b/tests/test_url.py\n";
+        let task = AgentTask {
+            pr_title: "t".into(),
+            patch: String::new(),
+            review: vec![ReviewNote {
+                path: Some("tests/test_url.py".into()),
+                line: Some(7),
+                body: "The URL has an empty password.".into(),
+            }],
+            files: vec![("tests/test_url.py".into(), test_file.clone())],
+        };
+        let moved = retarget(&task, patch, root.path());
+        assert_eq!(moved.review.len(), 1);
+        let note = &moved.review[0];
+        assert_eq!((note.path.as_deref(), note.line), (Some("w3lib/url.py"), Some(4)));
+        assert!(note.body.starts_with(
+            "The URL has an empty password.\n\n(The comment is on this test, tests/test_url.py line 7"
+        ));
+        assert!(note.body.contains("def test_user_without_password(self):\n    url ="), "{}", note.body);
+        assert!(moved.files.contains(&("w3lib/url.py".to_string(), url.to_string())));
+
+        let on_code = AgentTask {
+            review: vec![ReviewNote { path: Some("w3lib/url.py".into()), line: Some(5), body: "b".into() }],
+            files: vec![("w3lib/url.py".into(), url.into())],
+            ..task
+        };
+        let kept = retarget(&on_code, patch, root.path());
+        assert_eq!(kept.review[0].path.as_deref(), Some("w3lib/url.py"));
+        assert_eq!(kept.review[0].line, Some(5), "a note on the code stays where it is");
+    }
+}
