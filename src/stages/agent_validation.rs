@@ -19,10 +19,11 @@ use serde_yaml::Mapping;
 
 use super::contract::{self, CommentContext, Contract, Environment, Test};
 use super::{AsyncStage, StageContext, StageDef, TaskError, TaskInput, adapt, comment_records};
-use crate::agent::{Agent, AgentConfig, AgentTask, ReviewNote, file_patch, tested};
+use crate::agent::{Agent, AgentConfig, AgentTask, ReviewNote, Revision, file_patch, tested};
 use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
+use crate::engine::stage::Meter;
 use crate::environment::tree_image::{self, TreeImageError};
 use crate::errors::ConfigError;
 use crate::exec::hosts::Hosts;
@@ -63,6 +64,9 @@ fn default_attempts() -> u32 {
 fn default_timeout() -> u64 {
     60
 }
+
+/// The result of a run that validates the comment.
+const PASSED: &str = "passed";
 
 pub mod reasons {
     pub const NO_CHANGE: &str = "the agent changed nothing";
@@ -266,88 +270,75 @@ impl Validation {
     }
 }
 
+impl Validation {
+    /// One agent run on a fresh copy of the reviewed code, and the hidden test (and the regression
+    /// check, when it passed) on its revision.
+    async fn attempt(&self, i: &Inputs, attempt: u32, meter: &Meter) -> Result<Attempt, TaskError> {
+        let work =
+            tempfile::tempdir().map_err(|e| TaskError::infra(format!("no temporary directory: {e}")))?;
+        let copy = work.path().join("repo");
+        history_free_copy(self.mirrors.clone(), &i.pr.repo, &i.pr.head_commit, &copy).await?;
+        let task = if self.tested_code {
+            tested::retarget(&i.task, i.pr.patch.as_deref().unwrap_or_default(), &copy)
+        } else {
+            i.task.clone()
+        };
+        let revision = self.agent.revise(&task, &copy, attempt, meter).await?;
+        let Revision { diff: patch, transcript } = revision;
+        let ended = |test, result| Attempt {
+            attempt,
+            patch: patch.clone(),
+            transcript: transcript.clone(),
+            test,
+            regression: None,
+            result,
+        };
+        if patch.trim().is_empty() {
+            return Ok(ended(None, reasons::NO_CHANGE));
+        }
+        let image = match self.revision_image(&i.environment, &copy, &patch).await? {
+            Ok(image) => image,
+            Err(unbuilt) => {
+                let run = HiddenRun { verdict: Verdict::CollectionError, output: unbuilt.to_string() };
+                return Ok(ended(Some(run), reasons::FAILED));
+            }
+        };
+        let run = self.hidden_test(i, &image, &copy).await?;
+        let passed = run.verdict == Verdict::Passed;
+        let regression = match (&i.pass_to_pass, passed) {
+            (Some(p2p), true) if !p2p.is_empty() => {
+                Some(Regression { checked: p2p.len(), broken: self.broken(&image, &copy, p2p).await? })
+            }
+            _ => None,
+        };
+        let broke = regression.as_ref().is_some_and(|r| !r.broken.is_empty());
+        let result = match (passed, broke && self.regression_check) {
+            (true, false) => PASSED,
+            (true, true) => reasons::BROKE,
+            (false, _) => reasons::FAILED,
+        };
+        let run = HiddenRun { verdict: run.verdict, output: for_feedback(&run.output, 80) };
+        Ok(Attempt { regression, ..ended(Some(run), result) })
+    }
+}
+
 impl AsyncStage for Validation {
     async fn run(&self, input: TaskInput) -> Result<Value, TaskError> {
         let i = inputs(&input)?;
-        let mut history = Vec::new();
-        let mut last = reasons::FAILED;
+        let mut history: Vec<Attempt> = Vec::new();
         for attempt in 1..=self.attempts {
-            let work =
-                tempfile::tempdir().map_err(|e| TaskError::infra(format!("no temporary directory: {e}")))?;
-            let copy = work.path().join("repo");
-            history_free_copy(self.mirrors.clone(), &i.pr.repo, &i.pr.head_commit, &copy).await?;
-            let task = if self.tested_code {
-                tested::retarget(&i.task, i.pr.patch.as_deref().unwrap_or_default(), &copy)
-            } else {
-                i.task.clone()
-            };
-            let revision = self.agent.revise(&task, &copy, attempt, &input.meter).await?;
-            if revision.diff.trim().is_empty() {
-                history.push(Attempt {
-                    attempt,
-                    patch: String::new(),
-                    transcript: revision.transcript,
-                    test: None,
-                    regression: None,
-                    result: reasons::NO_CHANGE,
-                });
-                last = reasons::NO_CHANGE;
-                continue;
-            }
-            let image = match self.revision_image(&i.environment, &copy, &revision.diff).await? {
-                Ok(image) => image,
-                Err(unbuilt) => {
-                    history.push(Attempt {
-                        attempt,
-                        patch: revision.diff.clone(),
-                        transcript: revision.transcript,
-                        test: Some(HiddenRun {
-                            verdict: Verdict::CollectionError,
-                            output: unbuilt.to_string(),
-                        }),
-                        regression: None,
-                        result: reasons::FAILED,
-                    });
-                    last = reasons::FAILED;
-                    continue;
-                }
-            };
-            let run = self.hidden_test(&i, &image, &copy).await?;
-            let passed = run.verdict == Verdict::Passed;
-            let regression = match (&i.pass_to_pass, passed) {
-                (Some(p2p), true) if !p2p.is_empty() => {
-                    Some(Regression { checked: p2p.len(), broken: self.broken(&image, &copy, p2p).await? })
-                }
-                _ => None,
-            };
-            let broke = regression.as_ref().is_some_and(|r| !r.broken.is_empty());
-            let validated = passed && !(broke && self.regression_check);
-            let result = match (passed, validated) {
-                (true, true) => "passed",
-                (true, false) => reasons::BROKE,
-                (false, _) => reasons::FAILED,
-            };
-            history.push(Attempt {
-                attempt,
-                patch: revision.diff.clone(),
-                transcript: revision.transcript,
-                test: Some(HiddenRun { verdict: run.verdict, output: for_feedback(&run.output, 80) }),
-                regression: regression.clone(),
-                result,
-            });
-            if validated {
-                let record = Record {
-                    validation: contract::Validation { attempts: attempt, patch: revision.diff },
-                    regression,
-                    history,
-                };
-                return serde_json::to_value(record)
+            let run = self.attempt(&i, attempt, &input.meter).await?;
+            let validated = (run.result == PASSED)
+                .then(|| contract::Validation { attempts: attempt, patch: run.patch.clone() });
+            let regression = run.regression.clone();
+            history.push(run);
+            if let Some(validation) = validated {
+                return serde_json::to_value(Record { validation, regression, history })
                     .map_err(|e| TaskError::infra(format!("cannot record the validation: {e}")));
             }
-            last = result;
         }
         Err(TaskError::Reject {
-            reason: last.to_string(),
+            reason: history.last().map_or(reasons::FAILED, |a| a.result).to_string(),
             detail: serde_json::to_value(Rejection { attempts: history.len(), history })
                 .unwrap_or(Value::Null),
         })
