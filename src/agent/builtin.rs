@@ -209,6 +209,7 @@ impl BuiltinAgent {
             ("start", region.start.to_string()),
             ("end", region.end.to_string()),
             ("code", shown.code.clone()),
+            ("changes", rewrite::changes_in(&task.patch, path, *region)),
         ]);
         let mut messages = self.prompt.render(&values);
         for step in 1..=self.max_steps {

@@ -80,8 +80,8 @@ impl AgentTask {
 /// The placeholders an agent's prompt may use.
 pub const PLACEHOLDERS: [&str; 4] = ["pr_title", "patch", "review", "files"];
 /// The placeholders of the rewrite mode's prompt: one commented place at a time.
-pub const REWRITE_PLACEHOLDERS: [&str; 8] =
-    ["pr_title", "patch", "review", "path", "line", "start", "end", "code"];
+pub const REWRITE_PLACEHOLDERS: [&str; 9] =
+    ["pr_title", "patch", "review", "path", "line", "start", "end", "code", "changes"];
 
 /// How the built-in agent answers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]

@@ -83,6 +83,23 @@ pub fn cut(source: &str, region: Region) -> String {
     source.lines().skip(region.start - 1).take(region.end + 1 - region.start).collect::<Vec<_>>().join("\n")
 }
 
+/// The blocks of changes of `patch` (a unified diff) to `path` whose new side lies in `region`,
+/// as the diff shows them, with their context lines: what the pull request changed in the code
+/// shown. Empty when it changed none of it.
+pub fn changes_in(patch: &str, path: &str, region: Region) -> String {
+    crate::repo::hunks::parse(patch)
+        .into_iter()
+        .filter(|h| h.new_path.as_deref() == Some(path))
+        .filter(|h| {
+            let new_lines = h.text.lines().filter(|l| !l.starts_with('-')).count() as u64;
+            let (from, to) = (h.new_start, h.new_start + new_lines.saturating_sub(1));
+            from <= region.end as u64 && region.start as u64 <= to
+        })
+        .map(|h| h.text)
+        .collect::<Vec<_>>()
+        .join("...\n")
+}
+
 /// `code` with the indentation all its code lines share taken off.
 pub fn dedent(code: &str) -> String {
     let have = code.lines().filter(|l| is_code(l)).map(indent_of).min().unwrap_or(0);
@@ -265,6 +282,21 @@ mod tests {
         // At module level: a window of lines around it.
         assert_eq!(region(SOURCE, 18), Region { start: 10, end: 18 });
         assert_eq!(cut(SOURCE, Region { start: 7, end: 8 }), "    @property\n    def area(self):");
+    }
+
+    #[test]
+    fn the_changes_shown_are_the_prs_blocks_in_the_region() {
+        let patch = "diff --git a/r.py b/r.py\n--- a/r.py\n+++ b/r.py\n@@ -1,7 +1,8 @@\n a = 1\n-b = 2\n+b = 3\n c = 4\n d = 5\n e = 6\n f = 7\n g = 8\n+h = 9\n";
+        assert_eq!(
+            changes_in(patch, "r.py", Region { start: 1, end: 3 }),
+            " a = 1\n-b = 2\n+b = 3\n c = 4\n d = 5\n"
+        );
+        assert_eq!(changes_in(patch, "r.py", Region { start: 8, end: 8 }), " f = 7\n g = 8\n+h = 9\n");
+        assert_eq!(
+            changes_in(patch, "r.py", Region { start: 1, end: 9 }),
+            " a = 1\n-b = 2\n+b = 3\n c = 4\n d = 5\n...\n f = 7\n g = 8\n+h = 9\n"
+        );
+        assert_eq!(changes_in(patch, "other.py", Region { start: 1, end: 9 }), "");
     }
 
     #[test]

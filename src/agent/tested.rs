@@ -100,6 +100,7 @@ pub fn retarget(task: &AgentTask, patch: &str, root: &Path) -> AgentTask {
                 rewrite::dedent(&test)
             ),
         });
+        out.patch = super::file_patch(patch, &definition.path);
         if !out.files.iter().any(|(p, _)| *p == definition.path) {
             let text = sources.iter().find(|(p, _)| *p == definition.path).map(|(_, t)| t.clone());
             out.files.extend(text.map(|t| (definition.path.clone(), t)));
