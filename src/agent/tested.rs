@@ -100,7 +100,11 @@ pub fn retarget(task: &AgentTask, patch: &str, root: &Path) -> AgentTask {
                 rewrite::dedent(&test)
             ),
         });
-        out.patch = super::file_patch(patch, &definition.path);
+        // The code's part of the patch, for what the PR changed in it.
+        let section = super::file_patch(patch, &definition.path);
+        if !out.patch.contains(&section) {
+            out.patch.push_str(&section);
+        }
         if !out.files.iter().any(|(p, _)| *p == definition.path) {
             let text = sources.iter().find(|(p, _)| *p == definition.path).map(|(_, t)| t.clone());
             out.files.extend(text.map(|t| (definition.path.clone(), t)));
@@ -169,6 +173,7 @@ mod tests {
         ));
         assert!(note.body.contains("def test_user_without_password(self):\n    url ="), "{}", note.body);
         assert!(moved.files.contains(&("w3lib/url.py".to_string(), url.to_string())));
+        assert!(moved.patch.contains("+++ b/w3lib/url.py"), "the code's part of the patch is added");
 
         let on_code = AgentTask {
             review: vec![ReviewNote { path: Some("w3lib/url.py".into()), line: Some(5), body: "b".into() }],

@@ -12,7 +12,7 @@ use serde_yaml::Mapping;
 
 use super::contract::{self, Contract, Revision};
 use super::{AsyncStage, StageContext, StageDef, TaskError, TaskInput, adapt, pr_record};
-use crate::agent::{Agent, AgentConfig, AgentTask, ReviewNote};
+use crate::agent::{Agent, AgentConfig, AgentTask, ReviewNote, tested};
 use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
@@ -24,11 +24,16 @@ use crate::repo::workspace::history_free_copy;
 #[serde(deny_unknown_fields)]
 struct Config {
     agent: AgentConfig,
+    /// A comment on a test of the PR is shown at the code the test calls, as validation's
+    /// `tested_code` does: the agent of the evaluation should be the agent that validated.
+    #[serde(default)]
+    tested_code: bool,
 }
 
 struct Revise {
     agent: Arc<dyn Agent>,
     mirrors: Arc<Mirrors>,
+    tested_code: bool,
 }
 
 pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
@@ -44,7 +49,11 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         provides: Some(Revision::NAME),
         requires: vec![contract::Review::NAME],
         ..StageDef::new(
-            adapt(Revise { agent: built.agent, mirrors: ctx.mirrors.clone() }),
+            adapt(Revise {
+                agent: built.agent,
+                mirrors: ctx.mirrors.clone(),
+                tested_code: config.tested_code,
+            }),
             2,
             Scope::Pr,
             Resource::Llm,
@@ -103,6 +112,10 @@ impl AsyncStage for Revise {
                 .map(|c| ReviewNote { path: c.path.clone(), line: c.line, body: c.body.clone() })
                 .collect(),
             files: shown,
+        };
+        let task = match self.tested_code {
+            true => tested::retarget(&task, pr.patch.as_deref().unwrap_or_default(), &copy),
+            false => task,
         };
         let agent = self.agent.revise(&task, &copy, 1, &input.meter).await?;
         revision(review.comments.len(), agent.diff, agent.transcript)
