@@ -79,7 +79,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         requires: vec![contract::Environment::NAME],
         // 2: the fix's changed data files of the tests are run too; 3: by their directories. 4: a
         // side whose compiled sources differ from the reviewed ones runs in an image with its build.
-        ..StageDef::new(stage, 4, Scope::Pr, Resource::Docker)
+        // 5: a `testsuite` directory is the tests' too (pycodestyle's cases in `testsuite/E22.py`).
+        ..StageDef::new(stage, 5, Scope::Pr, Resource::Docker)
     })
 }
 

@@ -137,8 +137,7 @@ pub fn changed_signatures(before: &[String], after: &[String]) -> Vec<String> {
 /// Whether `path` (relative to the repository) is one of the project's test files.
 pub fn is_test_file(path: &Path) -> bool {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let in_tests =
-        path.components().any(|c| matches!(c.as_os_str().to_str(), Some("tests" | "test" | "testing")));
+    let in_tests = path.components().any(|c| c.as_os_str().to_str().is_some_and(super::project::is_test_dir));
     name.ends_with(".py")
         && name != "conftest.py"
         && (name.starts_with("test_") || name.ends_with("_test.py") || in_tests)
@@ -280,8 +279,8 @@ pub fn test_package_imports(code: &str) -> Vec<String> {
 }
 
 /// Whether a top-level module name is the project's tests' (`tests`, `conftest`).
-fn is_test_package(top: &str) -> bool {
-    matches!(top, "tests" | "test" | "testing" | "conftest")
+pub fn is_test_package(top: &str) -> bool {
+    super::project::is_test_dir(top) || top == "conftest"
 }
 
 /// The diff of one file cut to at most `max` lines: whole hunks, nearest the commented `line`

@@ -173,7 +173,7 @@ pub fn mended(code: &str, test_imports: &[String]) -> String {
     for (at, line) in lines.iter().enumerate() {
         let statement = plain_lines.get(at).copied().unwrap_or("");
         let unused_helper = imports(statement).first().is_some_and(|i| {
-            matches!(i.top(), "tests" | "test" | "testing" | "conftest")
+            super::facts::is_test_package(i.top())
                 && !i.binds.is_empty()
                 && i.binds.iter().all(|b| uses(&body_only, b) == 0)
         });

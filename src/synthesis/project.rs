@@ -10,14 +10,19 @@ use std::path::Path;
 use crate::exec::testrun::NodeOutcome;
 use crate::repo::{Mirror, RepoError};
 
-/// Whether `path` (repository-relative) belongs to the tests: under a `test`, `tests` or
-/// `testing` directory, a `conftest.py`, or a module named `test_*.py` or `*_test.py`.
+/// Whether a directory (or top-level package) of this name holds a project's tests: `test`,
+/// `tests`, `testing`, or `testsuite` (pycodestyle's, whose checks read the cases in its
+/// `testsuite/E22.py`).
+pub fn is_test_dir(name: &str) -> bool {
+    matches!(name, "test" | "tests" | "testing" | "testsuite")
+}
+
+/// Whether `path` (repository-relative) belongs to the tests: under a test directory
+/// ([`is_test_dir`]), a `conftest.py`, or a module named `test_*.py` or `*_test.py`.
 pub fn is_test_side(path: &str) -> bool {
     let mut parts: Vec<&str> = path.split('/').collect();
     let name = parts.pop().unwrap_or_default();
-    parts.iter().any(|d| matches!(*d, "test" | "tests" | "testing"))
-        || name == "conftest.py"
-        || is_test_module(path)
+    parts.iter().any(|d| is_test_dir(d)) || name == "conftest.py" || is_test_module(path)
 }
 
 /// Whether `path` is a test module pytest collects by default.
@@ -245,6 +250,7 @@ mod tests {
             "src/pkg/conftest.py",
             "pkg/foo_test.py",
             "testing/x.py",
+            "testsuite/E22.py",
         ] {
             assert!(is_test_side(p), "{p}");
         }
