@@ -448,6 +448,86 @@ fn a_rewrite_of_the_commented_function_is_spliced_back_and_validated() {
     assert!(!patch.contains("Return the number of seconds"), "{patch}");
 }
 
+/// With `tested_code`, a comment on one of the PR's tests (here moved to the line of
+/// `test_fractions_and_weeks` that calls `parse_duration`) is answered at the code that test calls:
+/// the agent is shown `parse_duration`, with the test quoted in the comment and, through the real
+/// pipeline's prompt, what the PR changed in it; its rewrite validates.
+#[test]
+fn a_comment_on_a_test_is_answered_at_the_code_the_test_calls() {
+    if !docker_or_skip("the tested-code validation test") {
+        return;
+    }
+    let (mut record, texts) = durations3();
+    let comment = &mut record["reference_review_comments"][0];
+    for key in ["line", "original_line", "start_line", "original_start_line"] {
+        comment[key] = 27.into();
+    }
+    comment["path"] = "tests/test_parse.py".into();
+    // GitHub's hunk of a comment: the file's hunk up to the commented line.
+    let patch = record["commit_to_review"]["patch_to_review"].as_str().unwrap().to_string();
+    let hunk = patch.split("+++ b/tests/test_parse.py\n").nth(1).unwrap();
+    let end = hunk.find("+    assert parse_duration(text) == expected").unwrap();
+    let hunk = format!("{}+    assert parse_duration(text) == expected", &hunk[..end]);
+    record["reference_review_comments"][0]["diff_hunk"] = hunk.into();
+    let first: String = texts[0].chars().take(60).collect();
+    let server = Server::responding(move |body| {
+        let messages = body["messages"].as_array().unwrap();
+        let system = messages[0]["content"].as_str().unwrap_or("");
+        let user = messages.iter().find(|m| m["role"] == "user").unwrap()["content"].as_str().unwrap();
+        if !user.contains(first.as_str()) {
+            return Reply::Answer("I cannot write a test for this.".into());
+        }
+        if !system.contains("one piece of code") {
+            return fence(BEHAVIOURAL);
+        }
+        assert!(user.contains("src/durations/__init__.py"), "{user}");
+        assert!(
+            user.contains("(The comment is on this test, tests/test_parse.py line 27;"),
+            "the test is quoted: {user}"
+        );
+        assert!(
+            user.contains(
+                "def test_fractions_and_weeks(text, expected):\n    assert parse_duration(text) == expected"
+            ),
+            "{user}"
+        );
+        let diff = user.split("```diff\n").nth(1).and_then(|c| c.split("\n```").next()).unwrap();
+        assert!(diff.lines().any(|l| l.starts_with('+')), "what the PR changed in parse_duration: {diff}");
+        let shown = user.split("```python\n").nth(2).and_then(|c| c.split("\n```").next()).unwrap();
+        assert!(shown.trim_start().starts_with("def parse_duration"), "the code the test calls: {shown}");
+        let old = "    return sum(\n        int(float(number) * _UNITS[unit]) for number, unit in _TOKEN.findall(text)\n    )";
+        assert!(shown.contains(old), "{shown}");
+        let code = shown.replace(old, "    total = sum(float(number) * _UNITS[unit] for number, unit in _TOKEN.findall(text))\n    return round(total)");
+        Reply::Answer(format!("```python\n{code}\n```"))
+    });
+    let s = Scratch::new();
+    let mirrors = s.sample_mirrors();
+    s.write("one.jsonl", &format!("{record}\n"));
+    let stages = "  - id: validate
+    kind: agent_validation
+    needs: [tests, context, environment]
+    attempts: 1
+    tested_code: true
+    agent:
+      kind: builtin
+      mode: rewrite
+      prompt: {prompts}/agent_rewrite_real.md
+      feedback_prompt: {prompts}/agent_rewrite_feedback.md
+      max_steps: 1
+";
+    s.write("p.yaml", &curation_pipeline("val", &mirrors, &server.base_url, "    repeats: 1\n", stages));
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (state, _, validated) = &rows(&s, "validate")["curate-sample__durations-3#1"];
+    assert_eq!(state, "kept", "{validated}");
+    let patch = validated["patch"].as_str().unwrap();
+    assert!(
+        patch.contains("+++ b/src/durations/__init__.py") && patch.contains("+    return round(total)"),
+        "{patch}"
+    );
+    assert!(!patch.contains("tests/test_parse.py"), "the test is left alone: {patch}");
+}
+
 /// Drops the pattern check along with the truncation: the rounding test passes, but the project's
 /// own `test_rejects_malformed` cases, which passed before, no longer raise.
 const BREAKING_EDIT: &str = "src/durations/__init__.py\n<<<<<<< SEARCH\n    if not _WHOLE.fullmatch(text):\n        raise ValueError(f\"malformed duration: {text!r}\")\n    return sum(\n        int(float(number) * _UNITS[unit]) for number, unit in _TOKEN.findall(text)\n    )\n=======\n    total = sum(float(number) * _UNITS[unit] for number, unit in _TOKEN.findall(text))\n    return round(total)\n>>>>>>> REPLACE\n";
