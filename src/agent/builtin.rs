@@ -32,6 +32,9 @@ pub struct BuiltinAgent {
     resample_temperature: Option<f32>,
     /// In the rewrite mode, show a definition without its docstring (put back after).
     hide_docstrings: bool,
+    /// In the rewrite mode, the comment put after each shown line the PR added (`  # ...`), taken
+    /// off the answer again.
+    added_mark: Option<String>,
 }
 
 impl BuiltinAgent {
@@ -60,6 +63,7 @@ impl BuiltinAgent {
             mode,
             resample_temperature: None,
             hide_docstrings: false,
+            added_mark: None,
         })
     }
 
@@ -71,6 +75,11 @@ impl BuiltinAgent {
     /// In the rewrite mode, definitions shown without their docstrings.
     pub fn hiding_docstrings(self, hide: bool) -> BuiltinAgent {
         BuiltinAgent { hide_docstrings: hide, ..self }
+    }
+
+    /// In the rewrite mode, the lines the PR added shown with `# {text}` after them.
+    pub fn marking_added(self, text: Option<&str>) -> BuiltinAgent {
+        BuiltinAgent { added_mark: text.map(|t| format!("  # {t}")), ..self }
     }
 
     pub fn fingerprint(&self) -> Value {
@@ -188,7 +197,15 @@ impl BuiltinAgent {
         let file = workdir.join(path);
         let source = std::fs::read_to_string(&file)
             .map_err(|e| TaskError::infra(format!("reading {}: {e}", file.display())))?;
-        let original = rewrite::cut(&source, *region);
+        let unmarked = rewrite::cut(&source, *region);
+        let original = match &self.added_mark {
+            Some(m) => rewrite::mark(&unmarked, &rewrite::added_lines(&task.patch, path, *region), m),
+            None => unmarked,
+        };
+        let unmark = |text: &str| match &self.added_mark {
+            Some(m) => rewrite::unmark(text, m),
+            None => text.to_string(),
+        };
         let shown = if self.hide_docstrings {
             let noted: Vec<usize> = task
                 .review
@@ -215,7 +232,7 @@ impl BuiltinAgent {
         for step in 1..=self.max_steps {
             let (answer, _) = self.llm.chat(&self.request(messages.clone(), attempt)).await?;
             meter.add(answer.usage.into());
-            let outcome = rewrite::rewritten(&answer.text, &shown.code, answer.truncated);
+            let outcome = rewrite::rewritten(&unmark(&answer.text), &unmark(&shown.code), answer.truncated);
             transcript.push(json!({
                 "step": step,
                 "place": format!("{path}:{}-{}", region.start, region.end),
@@ -225,7 +242,7 @@ impl BuiltinAgent {
             }));
             match outcome {
                 Ok(code) => {
-                    std::fs::write(&file, rewrite::splice(&source, *region, &shown.restore(&code)))
+                    std::fs::write(&file, rewrite::splice(&source, *region, &unmark(&shown.restore(&code))))
                         .map_err(|e| TaskError::infra(format!("writing {}: {e}", file.display())))?;
                     return Ok(());
                 }

@@ -161,6 +161,10 @@ pub enum AgentConfig {
         /// unchanged.
         #[serde(default)]
         hide_docstrings: bool,
+        /// In the rewrite mode: a comment text put after each shown line that the PR added (and
+        /// taken off the answer), so that a small model sees which lines the review is about.
+        #[serde(default)]
+        mark_added: Option<String>,
         #[serde(default)]
         llm: Box<LlmSpec>,
     },
@@ -198,6 +202,7 @@ impl AgentConfig {
                 mode,
                 resample_temperature,
                 hide_docstrings,
+                mark_added,
                 llm,
             } => {
                 if resample_temperature.is_some_and(|t| !(0.0..=2.0).contains(&t)) {
@@ -209,9 +214,18 @@ impl AgentConfig {
                         "applies to the rewrite mode only",
                     ));
                 }
+                if let Some(text) = mark_added {
+                    if *mode != Mode::Rewrite {
+                        return Err(ConfigError::new("agent.mark_added", "applies to the rewrite mode only"));
+                    }
+                    if text.trim().is_empty() || text.contains('\n') {
+                        return Err(ConfigError::new("agent.mark_added", "must be one line of text"));
+                    }
+                }
                 let agent = builtin::BuiltinAgent::new(ctx, prompt, feedback_prompt, *max_steps, *mode, llm)?
                     .resampled_at(*resample_temperature)
-                    .hiding_docstrings(*hide_docstrings);
+                    .hiding_docstrings(*hide_docstrings)
+                    .marking_added(mark_added.as_deref());
                 let mut fingerprint = agent.fingerprint();
                 // Only when not the default, so keys made before these settings stay valid.
                 if *mode == Mode::Rewrite {
@@ -222,6 +236,9 @@ impl AgentConfig {
                 }
                 if *hide_docstrings {
                     fingerprint["hide_docstrings"] = serde_json::json!(true);
+                }
+                if let Some(text) = mark_added {
+                    fingerprint["mark_added"] = serde_json::json!(text);
                 }
                 Ok(BuiltAgent {
                     agent: Arc::new(agent),

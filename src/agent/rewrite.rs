@@ -100,6 +100,36 @@ pub fn changes_in(patch: &str, path: &str, region: Region) -> String {
         .join("...\n")
 }
 
+/// The lines of `region` (from 0, counted from its start) that `patch` adds to `path`.
+pub fn added_lines(patch: &str, path: &str, region: Region) -> Vec<usize> {
+    crate::repo::hunks::parse(patch)
+        .iter()
+        .filter(|h| h.new_path.as_deref() == Some(path))
+        .flat_map(|h| h.added.iter().map(|(n, _)| *n as usize))
+        .filter(|n| (region.start..=region.end).contains(n))
+        .map(|n| n - region.start)
+        .collect()
+}
+
+/// `code` with `mark` (a comment) put after each code line of `lines` (from 0).
+pub fn mark(code: &str, lines: &[usize], mark: &str) -> String {
+    code.lines()
+        .enumerate()
+        .map(|(i, l)| if lines.contains(&i) && is_code(l) { format!("{l}{mark}") } else { l.to_string() })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `text` with `mark` taken off the end of every line that has it.
+pub fn unmark(text: &str, mark: &str) -> String {
+    let out: Vec<&str> = text.lines().map(|l| l.strip_suffix(mark).unwrap_or(l)).collect();
+    let mut out = out.join("\n");
+    if text.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}
+
 /// `code` with the indentation all its code lines share taken off.
 pub fn dedent(code: &str) -> String {
     let have = code.lines().filter(|l| is_code(l)).map(indent_of).min().unwrap_or(0);
@@ -282,6 +312,22 @@ mod tests {
         // At module level: a window of lines around it.
         assert_eq!(region(SOURCE, 18), Region { start: 10, end: 18 });
         assert_eq!(cut(SOURCE, Region { start: 7, end: 8 }), "    @property\n    def area(self):");
+    }
+
+    #[test]
+    fn the_lines_a_pr_added_are_marked_and_the_marks_taken_off_again() {
+        let patch = "diff --git a/r.py b/r.py\n--- a/r.py\n+++ b/r.py\n@@ -1,3 +1,4 @@\n def f(x):\n-    return x\n+    if x is None:\n+        return 0\n+    return x\n";
+        let region = Region { start: 1, end: 3 };
+        assert_eq!(added_lines(patch, "r.py", region), [1, 2], "line 4 is outside the region");
+        assert_eq!(added_lines(patch, "other.py", region), Vec::<usize>::new());
+        let code = "def f(x):\n    if x is None:\n\n        return 0";
+        let marked = mark(code, &[1, 2, 3], "  # new");
+        assert_eq!(
+            marked, "def f(x):\n    if x is None:  # new\n\n        return 0  # new",
+            "a blank line is not marked"
+        );
+        assert_eq!(unmark(&marked, "  # new"), code);
+        assert_eq!(unmark("a  # new\nb  # newer\n", "  # new"), "a\nb  # newer\n");
     }
 
     #[test]

@@ -450,8 +450,8 @@ fn a_rewrite_of_the_commented_function_is_spliced_back_and_validated() {
 
 /// With `tested_code`, a comment on one of the PR's tests (here moved to the line of
 /// `test_fractions_and_weeks` that calls `parse_duration`) is answered at the code that test calls:
-/// the agent is shown `parse_duration`, with the test quoted in the comment and, through the real
-/// pipeline's prompt, what the PR changed in it; its rewrite validates.
+/// the agent is shown `parse_duration`, with the test quoted in the comment and the lines the PR
+/// added to it marked (`mark_added`); its rewrite, marks copied, validates without them.
 #[test]
 fn a_comment_on_a_test_is_answered_at_the_code_the_test_calls() {
     if !docker_or_skip("the tested-code validation test") {
@@ -491,14 +491,22 @@ fn a_comment_on_a_test_is_answered_at_the_code_the_test_calls() {
             ),
             "{user}"
         );
-        let diff = user.split("```diff\n").nth(1).and_then(|c| c.split("\n```").next()).unwrap();
-        assert!(diff.lines().any(|l| l.starts_with('+')), "what the PR changed in parse_duration: {diff}");
         let shown = user.split("```python\n").nth(2).and_then(|c| c.split("\n```").next()).unwrap();
         assert!(shown.trim_start().starts_with("def parse_duration"), "the code the test calls: {shown}");
-        let old = "    return sum(\n        int(float(number) * _UNITS[unit]) for number, unit in _TOKEN.findall(text)\n    )";
-        assert!(shown.contains(old), "{shown}");
-        let code = shown.replace(old, "    total = sum(float(number) * _UNITS[unit] for number, unit in _TOKEN.findall(text))\n    return round(total)");
-        Reply::Answer(format!("```python\n{code}\n```"))
+        assert!(
+            shown.lines().any(|l| l.ends_with("  # added by the pull request")),
+            "the lines the PR added to parse_duration are marked: {shown}"
+        );
+        // The answer keeps the other lines as shown, marks and all.
+        let lines: Vec<&str> = shown.lines().collect();
+        let at = lines.iter().position(|l| l.starts_with("    return sum(")).expect(shown);
+        let mut code: Vec<&str> = lines[..at].to_vec();
+        code.extend([
+            "    total = sum(float(number) * _UNITS[unit] for number, unit in _TOKEN.findall(text))",
+            "    return round(total)",
+        ]);
+        code.extend(&lines[at + 3..]);
+        Reply::Answer(format!("```python\n{}\n```", code.join("\n")))
     });
     let s = Scratch::new();
     let mirrors = s.sample_mirrors();
@@ -514,6 +522,7 @@ fn a_comment_on_a_test_is_answered_at_the_code_the_test_calls() {
       prompt: {prompts}/agent_rewrite_real.md
       feedback_prompt: {prompts}/agent_rewrite_feedback.md
       max_steps: 1
+      mark_added: added by the pull request
 ";
     s.write("p.yaml", &curation_pipeline("val", &mirrors, &server.base_url, "    repeats: 1\n", stages));
     let out = s.curate(&["run", "p.yaml"]);
@@ -526,6 +535,7 @@ fn a_comment_on_a_test_is_answered_at_the_code_the_test_calls() {
         "{patch}"
     );
     assert!(!patch.contains("tests/test_parse.py"), "the test is left alone: {patch}");
+    assert!(!patch.contains("# added by"), "the marks are taken off the answer: {patch}");
 }
 
 /// Drops the pattern check along with the truncation: the rounding test passes, but the project's
