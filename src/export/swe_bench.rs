@@ -217,7 +217,7 @@ fn is_test_side(path: &str) -> bool {
     let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
     crate::synthesis::facts::is_test_file(p)
         || name == "conftest.py"
-        || p.components().any(|c| c.as_os_str().to_str().is_some_and(crate::synthesis::project::is_test_dir))
+        || p.components().any(|c| c.as_os_str().to_str().is_some_and(crate::synthesis::facts::is_test_dir))
 }
 
 /// The paths a unified diff changes (its `+++ b/` side; a deleted file's `--- a/` side).

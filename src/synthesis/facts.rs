@@ -134,10 +134,17 @@ pub fn changed_signatures(before: &[String], after: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// Whether a directory (or top-level package) of this name holds a project's tests: `test`,
+/// `tests`, `testing`, or `testsuite` (pycodestyle's, whose checks read the cases in its
+/// `testsuite/E22.py`).
+pub fn is_test_dir(name: &str) -> bool {
+    matches!(name, "test" | "tests" | "testing" | "testsuite")
+}
+
 /// Whether `path` (relative to the repository) is one of the project's test files.
 pub fn is_test_file(path: &Path) -> bool {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let in_tests = path.components().any(|c| c.as_os_str().to_str().is_some_and(super::project::is_test_dir));
+    let in_tests = path.components().any(|c| c.as_os_str().to_str().is_some_and(is_test_dir));
     name.ends_with(".py")
         && name != "conftest.py"
         && (name.starts_with("test_") || name.ends_with("_test.py") || in_tests)
@@ -280,7 +287,7 @@ pub fn test_package_imports(code: &str) -> Vec<String> {
 
 /// Whether a top-level module name is the project's tests' (`tests`, `conftest`).
 pub fn is_test_package(top: &str) -> bool {
-    super::project::is_test_dir(top) || top == "conftest"
+    is_test_dir(top) || top == "conftest"
 }
 
 /// The diff of one file cut to at most `max` lines: whole hunks, nearest the commented `line`

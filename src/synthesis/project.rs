@@ -10,19 +10,12 @@ use std::path::Path;
 use crate::exec::testrun::NodeOutcome;
 use crate::repo::{Mirror, RepoError};
 
-/// Whether a directory (or top-level package) of this name holds a project's tests: `test`,
-/// `tests`, `testing`, or `testsuite` (pycodestyle's, whose checks read the cases in its
-/// `testsuite/E22.py`).
-pub fn is_test_dir(name: &str) -> bool {
-    matches!(name, "test" | "tests" | "testing" | "testsuite")
-}
-
 /// Whether `path` (repository-relative) belongs to the tests: under a test directory
-/// ([`is_test_dir`]), a `conftest.py`, or a module named `test_*.py` or `*_test.py`.
+/// ([`super::facts::is_test_dir`]), a `conftest.py`, or a module named `test_*.py` or `*_test.py`.
 pub fn is_test_side(path: &str) -> bool {
     let mut parts: Vec<&str> = path.split('/').collect();
     let name = parts.pop().unwrap_or_default();
-    parts.iter().any(|d| is_test_dir(d)) || name == "conftest.py" || is_test_module(path)
+    parts.iter().any(|d| super::facts::is_test_dir(d)) || name == "conftest.py" || is_test_module(path)
 }
 
 /// Whether `path` is a test module pytest collects by default.
