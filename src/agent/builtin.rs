@@ -32,9 +32,45 @@ pub struct BuiltinAgent {
     resample_temperature: Option<f32>,
     /// In the rewrite mode, show a definition without its docstring (put back after).
     hide_docstrings: bool,
-    /// In the rewrite mode, the comment put after each shown line the PR added (`  # ...`), taken
-    /// off the answer again.
-    added_mark: Option<String>,
+    /// In the rewrite mode, the comments put after each shown line the PR added and after each
+    /// commented line (`  # ...`), taken off the answer again.
+    marks: Marks,
+}
+
+/// The comments the rewrite mode puts after shown lines, each `  # TEXT`.
+#[derive(Debug, Clone, Default)]
+pub struct Marks {
+    /// After each line the PR added, unless it added every line shown.
+    pub added: Option<String>,
+    /// After each line a review comment is on.
+    pub commented: Option<String>,
+}
+
+impl Marks {
+    /// Each as `text`, or none.
+    pub fn new(added: Option<&str>, commented: Option<&str>) -> Marks {
+        let comment = |t: &str| format!("  # {t}");
+        Marks { added: added.map(comment), commented: commented.map(comment) }
+    }
+
+    fn all(&self) -> Vec<&str> {
+        self.added.iter().chain(&self.commented).map(String::as_str).collect()
+    }
+
+    /// `code` (lines `region` of `path`) with its added and `noted` (from 0) lines marked.
+    fn put(&self, code: &str, patch: &str, path: &str, region: rewrite::Region, noted: &[usize]) -> String {
+        let mut code = code.to_string();
+        if let Some(mark) = &self.added {
+            let added = rewrite::added_lines(patch, path, region);
+            if !rewrite::every_code_line(&code, &added) {
+                code = rewrite::mark(&code, &added, mark);
+            }
+        }
+        if let Some(mark) = &self.commented {
+            code = rewrite::mark(&code, noted, mark);
+        }
+        code
+    }
 }
 
 impl BuiltinAgent {
@@ -63,7 +99,7 @@ impl BuiltinAgent {
             mode,
             resample_temperature: None,
             hide_docstrings: false,
-            added_mark: None,
+            marks: Marks::default(),
         })
     }
 
@@ -77,9 +113,9 @@ impl BuiltinAgent {
         BuiltinAgent { hide_docstrings: hide, ..self }
     }
 
-    /// In the rewrite mode, the lines the PR added shown with `# {text}` after them.
-    pub fn marking_added(self, text: Option<&str>) -> BuiltinAgent {
-        BuiltinAgent { added_mark: text.map(|t| format!("  # {t}")), ..self }
+    /// In the rewrite mode, shown lines marked with a comment after them.
+    pub fn marking(self, marks: Marks) -> BuiltinAgent {
+        BuiltinAgent { marks, ..self }
     }
 
     pub fn fingerprint(&self) -> Value {
@@ -197,22 +233,17 @@ impl BuiltinAgent {
         let file = workdir.join(path);
         let source = std::fs::read_to_string(&file)
             .map_err(|e| TaskError::infra(format!("reading {}: {e}", file.display())))?;
-        let unmarked = rewrite::cut(&source, *region);
-        let original = match &self.added_mark {
-            Some(m) => rewrite::mark(&unmarked, &rewrite::added_lines(&task.patch, path, *region), m),
-            None => unmarked,
-        };
-        let unmark = |text: &str| match &self.added_mark {
-            Some(m) => rewrite::unmark(text, m),
-            None => text.to_string(),
-        };
+        // The lines (from the region's start) that notes of this file are on.
+        let noted: Vec<usize> = task
+            .review
+            .iter()
+            .filter(|n| n.path.as_deref() == Some(path.as_str()))
+            .filter_map(|n| (n.line? as usize).checked_sub(region.start))
+            .collect();
+        let original = self.marks.put(&rewrite::cut(&source, *region), &task.patch, path, *region, &noted);
+        let marks = self.marks.all();
+        let unmark = |text: &str| rewrite::unmark(text, &marks);
         let shown = if self.hide_docstrings {
-            let noted: Vec<usize> = task
-                .review
-                .iter()
-                .filter(|n| n.path.as_deref() == Some(path.as_str()))
-                .filter_map(|n| (n.line? as usize).checked_sub(region.start))
-                .collect();
             rewrite::Shown::without_docstring(&original, &noted)
         } else {
             rewrite::Shown::whole(&original)

@@ -165,6 +165,10 @@ pub enum AgentConfig {
         /// taken off the answer), so that a small model sees which lines the review is about.
         #[serde(default)]
         mark_added: Option<String>,
+        /// In the rewrite mode: a comment text put after each shown line a review comment is on
+        /// (and taken off the answer): a small model is not shown line numbers.
+        #[serde(default)]
+        mark_commented: Option<String>,
         #[serde(default)]
         llm: Box<LlmSpec>,
     },
@@ -203,6 +207,7 @@ impl AgentConfig {
                 resample_temperature,
                 hide_docstrings,
                 mark_added,
+                mark_commented,
                 llm,
             } => {
                 if resample_temperature.is_some_and(|t| !(0.0..=2.0).contains(&t)) {
@@ -214,18 +219,21 @@ impl AgentConfig {
                         "applies to the rewrite mode only",
                     ));
                 }
-                if let Some(text) = mark_added {
+                for (key, text) in
+                    [("agent.mark_added", mark_added), ("agent.mark_commented", mark_commented)]
+                {
+                    let Some(text) = text else { continue };
                     if *mode != Mode::Rewrite {
-                        return Err(ConfigError::new("agent.mark_added", "applies to the rewrite mode only"));
+                        return Err(ConfigError::new(key, "applies to the rewrite mode only"));
                     }
                     if text.trim().is_empty() || text.contains('\n') {
-                        return Err(ConfigError::new("agent.mark_added", "must be one line of text"));
+                        return Err(ConfigError::new(key, "must be one line of text"));
                     }
                 }
                 let agent = builtin::BuiltinAgent::new(ctx, prompt, feedback_prompt, *max_steps, *mode, llm)?
                     .resampled_at(*resample_temperature)
                     .hiding_docstrings(*hide_docstrings)
-                    .marking_added(mark_added.as_deref());
+                    .marking(builtin::Marks::new(mark_added.as_deref(), mark_commented.as_deref()));
                 let mut fingerprint = agent.fingerprint();
                 // Only when not the default, so keys made before these settings stay valid.
                 if *mode == Mode::Rewrite {
@@ -239,6 +247,9 @@ impl AgentConfig {
                 }
                 if let Some(text) = mark_added {
                     fingerprint["mark_added"] = serde_json::json!(text);
+                }
+                if let Some(text) = mark_commented {
+                    fingerprint["mark_commented"] = serde_json::json!(text);
                 }
                 Ok(BuiltAgent {
                     agent: Arc::new(agent),

@@ -111,6 +111,11 @@ pub fn added_lines(patch: &str, path: &str, region: Region) -> Vec<usize> {
         .collect()
 }
 
+/// Whether `lines` (from 0) hold every code line of `code`: a mark on all of them tells nothing.
+pub fn every_code_line(code: &str, lines: &[usize]) -> bool {
+    code.lines().enumerate().all(|(i, l)| !is_code(l) || lines.contains(&i))
+}
+
 /// `code` with `mark` (a comment) put after each code line of `lines` (from 0).
 pub fn mark(code: &str, lines: &[usize], mark: &str) -> String {
     code.lines()
@@ -120,9 +125,15 @@ pub fn mark(code: &str, lines: &[usize], mark: &str) -> String {
         .join("\n")
 }
 
-/// `text` with `mark` taken off the end of every line that has it.
-pub fn unmark(text: &str, mark: &str) -> String {
-    let out: Vec<&str> = text.lines().map(|l| l.strip_suffix(mark).unwrap_or(l)).collect();
+/// `text` with `marks` taken off the end of every line that has them, in any order.
+pub fn unmark(text: &str, marks: &[&str]) -> String {
+    fn bare<'a>(mut line: &'a str, marks: &[&str]) -> &'a str {
+        while let Some(rest) = marks.iter().find_map(|m| line.strip_suffix(m)) {
+            line = rest;
+        }
+        line
+    }
+    let out: Vec<&str> = text.lines().map(|l| bare(l, marks)).collect();
     let mut out = out.join("\n");
     if text.ends_with('\n') {
         out.push('\n');
@@ -326,8 +337,13 @@ mod tests {
             marked, "def f(x):\n    if x is None:  # new\n\n        return 0  # new",
             "a blank line is not marked"
         );
-        assert_eq!(unmark(&marked, "  # new"), code);
-        assert_eq!(unmark("a  # new\nb  # newer\n", "  # new"), "a\nb  # newer\n");
+        assert_eq!(unmark(&marked, &["  # new"]), code);
+        assert_eq!(unmark("a  # new\nb  # newer\n", &["  # new"]), "a\nb  # newer\n");
+        assert_eq!(unmark("a  # here  # new\nb  # new  # here", &["  # new", "  # here"]), "a\nb");
+        assert!(
+            !every_code_line(code, &[1, 3]) && every_code_line(code, &[0, 1, 3]),
+            "a blank line needs none"
+        );
     }
 
     #[test]

@@ -451,7 +451,8 @@ fn a_rewrite_of_the_commented_function_is_spliced_back_and_validated() {
 /// With `tested_code`, a comment on one of the PR's tests (here moved to the line of
 /// `test_fractions_and_weeks` that calls `parse_duration`) is answered at the code that test calls:
 /// the agent is shown `parse_duration`, with the test quoted in the comment and the lines the PR
-/// added to it marked (`mark_added`); its rewrite, marks copied, validates without them.
+/// added to it marked (`mark_added`), the comment's line too (`mark_commented`); its rewrite, marks
+/// copied, validates without them.
 #[test]
 fn a_comment_on_a_test_is_answered_at_the_code_the_test_calls() {
     if !docker_or_skip("the tested-code validation test") {
@@ -497,6 +498,10 @@ fn a_comment_on_a_test_is_answered_at_the_code_the_test_calls() {
             shown.lines().any(|l| l.ends_with("  # added by the pull request")),
             "the lines the PR added to parse_duration are marked: {shown}"
         );
+        assert!(
+            shown.lines().next().unwrap().ends_with("  # the review comment points here"),
+            "the moved comment points at the definition: {shown}"
+        );
         // The answer keeps the other lines as shown, marks and all.
         let lines: Vec<&str> = shown.lines().collect();
         let at = lines.iter().position(|l| l.starts_with("    return sum(")).expect(shown);
@@ -523,6 +528,7 @@ fn a_comment_on_a_test_is_answered_at_the_code_the_test_calls() {
       feedback_prompt: {prompts}/agent_rewrite_feedback.md
       max_steps: 1
       mark_added: added by the pull request
+      mark_commented: the review comment points here
 ";
     s.write("p.yaml", &curation_pipeline("val", &mirrors, &server.base_url, "    repeats: 1\n", stages));
     let out = s.curate(&["run", "p.yaml"]);
