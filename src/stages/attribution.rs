@@ -43,6 +43,10 @@ struct Config {
     /// The hand gold `curate relevance` scores the stage's choices against (not read by the stage).
     #[allow(dead_code)]
     gold: Option<PathBuf>,
+    /// Only changes outside the tests can answer a comment: a comment on a test's data
+    /// (pycodestyle 931, on a case in `testsuite/E71.py`) is answered by the code that reads it.
+    #[serde(default)]
+    code_only: bool,
     #[serde(default)]
     llm: LlmSpec,
 }
@@ -56,6 +60,7 @@ struct Attribution {
     prompt: Template,
     mirrors: Arc<Mirrors>,
     near: u64,
+    code_only: bool,
 }
 
 pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
@@ -65,7 +70,13 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     let llm =
         Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("llm", e.to_string()))?;
     let fingerprint = llm.settings.fingerprint();
-    let stage = adapt(Attribution { llm, prompt, mirrors: ctx.mirrors.clone(), near: config.near });
+    let stage = adapt(Attribution {
+        llm,
+        prompt,
+        mirrors: ctx.mirrors.clone(),
+        near: config.near,
+        code_only: config.code_only,
+    });
     Ok(StageDef {
         side_effects: true,
         files: vec![config.prompt.to_string_lossy().into_owned()],
@@ -121,6 +132,13 @@ pub fn candidates(
     } else {
         (Candidates::Fix, all.to_vec())
     }
+}
+
+/// The hunks of `all` outside the project's tests, or all of them when every one is a test's.
+pub fn code_hunks(all: Vec<Hunk>) -> Vec<Hunk> {
+    let code: Vec<Hunk> =
+        all.iter().filter(|h| !crate::synthesis::project::is_test_side(h.path())).cloned().collect();
+    if code.is_empty() { all } else { code }
 }
 
 /// The model's choice: the numbers it named (from 1, within `n`), or `Some(empty)` for none.
@@ -204,6 +222,7 @@ impl Attribution {
         .await
         .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))??;
         let all = hunks::parse(&diff);
+        let all = if self.code_only { code_hunks(all) } else { all };
         if all.is_empty() {
             return Err(TaskError::reject("the fix changes no lines"));
         }
@@ -289,6 +308,21 @@ mod tests {
             added: added.iter().map(|n| (*n, "a".into())).collect(),
             text,
         }
+    }
+
+    #[test]
+    fn with_code_only_a_comment_on_a_tests_data_is_answered_by_the_code() {
+        let all = vec![
+            hunk("testsuite/E71.py", 68, &[], &[70], 1),
+            hunk("pycodestyle.py", 1300, &[1301], &[1301], 1),
+        ];
+        let code = code_hunks(all.clone());
+        assert_eq!(code.len(), 1);
+        assert_eq!(code[0].path(), "pycodestyle.py");
+        let (among, found) = candidates(&code, ("testsuite/E71.py", 68, 68), 3, |_| true);
+        assert_eq!((among, found[0].path()), (Candidates::Fix, "pycodestyle.py"));
+        let tests_only = vec![hunk("tests/test_a.py", 5, &[], &[6], 1)];
+        assert_eq!(code_hunks(tests_only.clone()), tests_only, "a fix of tests only keeps them");
     }
 
     #[test]
