@@ -15,6 +15,8 @@
 #   measure the stages after it on every comment the set expects a test of.
 #   BENCH_ONLY="simplejson-284 h5py-1468" runs only those PRs (name-number, as the instance ids
 #   end), to measure a change on the PRs it concerns; the table then lists only their comments.
+#   BENCH_BIN=/tmp/curate-pinned runs that binary instead of building target/release/curate, so a
+#   run of two hours can go on while the tree changes and is rebuilt.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export CURATE_REAL_MIRRORS=${CURATE_REAL_MIRRORS:-/work/.mirror/\{owner\}+\{name\}/repo}
@@ -24,7 +26,8 @@ state=${1:-target/bench-real-curation}
 if ! python3 scripts/real-dataset; then
     echo "(continuing with the PRs whose mirrors are here)" >&2
 fi
-cargo build --release --quiet
+curate=${BENCH_BIN:-target/release/curate}
+[ -n "${BENCH_BIN:-}" ] || cargo build --release --quiet
 scripts/base-image
 scripts/model-server start >/dev/null
 
@@ -57,16 +60,16 @@ PY
 fi
 
 start=$(date +%s)
-target/release/curate run "$pipeline" --state "$state" --progress plain || true
+"$curate" run "$pipeline" --state "$state" --progress plain || true
 end=$(date +%s)
 echo
 echo "## run: $((end - start)) s"
 echo
-target/release/curate report "$pipeline" --state "$state" | sed -n '/^| Stage/,/^$/p'
+"$curate" report "$pipeline" --state "$state" | sed -n '/^| Stage/,/^$/p'
 
 # Per comment, as `curate explain` reads the state with this binary's task keys, beside what the
 # set expects.
-target/release/curate explain "$pipeline" --state "$state" >"$state/explain.md"
+"$curate" explain "$pipeline" --state "$state" >"$state/explain.md"
 python3 - "$state/explain.md" <<'PY'
 import json, os, sys
 expect = {}
