@@ -302,6 +302,10 @@ impl Judge<'_> {
         if targets.is_empty() {
             return Ok(None);
         }
+        // Lines that run only at import are in no test's trace: nothing to screen by.
+        if relevance::only_at_import(&targets, |path: &str| texts.get(path).cloned()) {
+            return Ok(None);
+        }
         let files: Vec<String> = targets.keys().cloned().collect();
         let timeout = self.timeout * 5;
         let per_node =
@@ -435,14 +439,23 @@ impl Judge<'_> {
             "covered": covered,
             "traced_verdict": run.verdict,
         });
-        if covered.is_empty() {
-            return Ok(Err(problem(
+        let never_runs = || {
+            problem(
                 "The test passes on the changed code, but it never runs the change that answers the comment.",
-            )));
+            )
+        };
+        // Lines that run only at import are in no trace: then the partial revert decides alone.
+        let at_import = covered.is_empty() && relevance::only_at_import(&targets, fixed_file);
+        if covered.is_empty() && !at_import {
+            return Ok(Err(never_runs()));
+        }
+        if at_import {
+            record["relevance"]["only_at_import"] = json!(true);
         }
         let Some(partial) = self.partial_revert(changes, &texts, target, trees).await? else {
             record["relevance"]["partial_revert"] = json!("not revertable alone");
-            return Ok(Ok(()));
+            // With no trace to go by either, nothing says the test depends on the change.
+            return Ok(if at_import { Err(never_runs()) } else { Ok(()) });
         };
         record["relevance"]["partial_revert"] = json!(partial);
         Ok(match partial {

@@ -24,18 +24,45 @@ pub type Targets = BTreeMap<String, Vec<u64>>;
 /// New-side lines around a deletion: where the removed lines were.
 const AROUND_DELETION: u64 = 6;
 
-/// A line that runs when its module is imported, so any test that imports the module "reaches" it.
-fn runs_at_import(text: &str) -> bool {
+/// Whether line `at` (from 0) of `file` is in a function's body: reading upwards, a line less
+/// indented than all below it (and not closing brackets) opens a `def` before the module's top
+/// level is reached. A
+/// module-level statement spread over lines (`OPS = frozenset([` ... `'in', 'is'] +`) is not, nor
+/// is a class body's own statement.
+fn in_function(file: &[&str], at: usize) -> bool {
+    let Some(line) = file.get(at) else { return false };
+    let mut indent = line.len() - line.trim_start().len();
+    for l in file[..at].iter().rev() {
+        let t = l.trim_start();
+        let here = l.len() - t.len();
+        // A line that closes brackets (a header's `):`) continues a statement above it.
+        if t.is_empty() || t.starts_with(['#', ')', ']', '}']) || here >= indent {
+            continue;
+        }
+        if t.strip_prefix("async ").unwrap_or(t).starts_with("def ") {
+            return true;
+        }
+        indent = here;
+        if here == 0 {
+            break;
+        }
+    }
+    false
+}
+
+/// A line that runs when its module is imported, so any test that imports the module "reaches" it:
+/// a header, a comment, a blank, or any line outside a function's body.
+fn runs_at_import(file: &[&str], n: u64) -> bool {
+    let text = file.get((n as usize).wrapping_sub(1)).copied().unwrap_or("");
     let t = text.trim_start();
-    let indent = text.len() - t.len();
-    indent == 0
-        || t.starts_with("def ")
+    t.starts_with("def ")
         || t.starts_with("async def ")
         || t.starts_with("class ")
         || t.starts_with('@')
         || t.starts_with('#')
         || t.is_empty()
         || t.starts_with("\"\"\"")
+        || !in_function(file, (n as usize).wrapping_sub(1))
 }
 
 /// Lines a `def` header may span: a search back for one stops here.
@@ -72,9 +99,8 @@ pub fn targets(changes: &[Change<'_>], fixed: impl Fn(&str) -> Option<String>) -
         };
         let text = fixed(change.path).unwrap_or_default();
         let file: Vec<&str> = text.lines().collect();
-        let line_text = |n: u64| file.get(n as usize - 1).copied().unwrap_or("");
         let body: Vec<u64> =
-            lines.iter().copied().filter(|n| *n >= 1 && !runs_at_import(line_text(*n))).collect();
+            lines.iter().copied().filter(|n| *n >= 1 && !runs_at_import(&file, *n)).collect();
         // Lines of a signature spread over lines never run on their own: with nothing else to
         // reach, its `def` line stands for them.
         let (header, body): (Vec<u64>, Vec<u64>) =
@@ -93,6 +119,23 @@ pub fn targets(changes: &[Change<'_>], fixed: impl Fn(&str) -> Option<String>) -
     }
     out.retain(|_, lines| !lines.is_empty());
     out
+}
+
+/// Whether every target line runs only when its module is imported (a module-level constant, a
+/// class attribute): a trace from a test's setup to its teardown never names such a line, so
+/// coverage cannot tell a test that depends on it from one that does not, and the partial revert
+/// must decide alone. A `def` line is not one: a call of the function reports it.
+pub fn only_at_import(targets: &Targets, fixed: impl Fn(&str) -> Option<String>) -> bool {
+    !targets.is_empty()
+        && targets.iter().all(|(path, lines)| {
+            let text = fixed(path).unwrap_or_default();
+            let file: Vec<&str> = text.lines().collect();
+            lines.iter().all(|n| {
+                let t = file.get((*n as usize).wrapping_sub(1)).map_or("", |l| l.trim_start());
+                let def = t.strip_prefix("async ").unwrap_or(t).starts_with("def ");
+                !def && runs_at_import(&file, *n)
+            })
+        })
 }
 
 /// The target lines a trace reached.
@@ -214,6 +257,25 @@ mod tests {
         assert_eq!(targets(&[change(&[1], 1)], fixed)["m.py"], vec![1]);
         // A deletion: the lines around where it was.
         assert_eq!(targets(&[change(&[], 5)], fixed)["m.py"], vec![5, 6, 7]);
+    }
+
+    #[test]
+    fn a_module_level_statement_over_lines_runs_at_import() {
+        // pycodestyle 847's fix: one continuation line of a module-level constant.
+        let text = "import re\nOPS = frozenset([\n    '==',\n    'and', 'in', 'or'] +\n    EXTRA)\n\n\nclass K:\n    x = [\n        1]\n\n    def f(self):\n        y = [\n            2]\n        return y\n";
+        let fixed = |_: &str| Some(text.to_string());
+        let module = targets(&[change(&[4], 4)], fixed);
+        assert_eq!(module["m.py"], vec![4]);
+        assert!(only_at_import(&module, fixed));
+        // A class attribute over two lines runs at import too.
+        assert!(only_at_import(&targets(&[change(&[10], 9)], fixed), fixed));
+        // A continuation line in a method's body does not, and wins over an import-time line.
+        let body = targets(&[change(&[4, 14], 4)], fixed);
+        assert_eq!(body["m.py"], vec![14]);
+        assert!(!only_at_import(&body, fixed));
+        // A def line stands for a signature a call reports.
+        assert!(!only_at_import(&targets(&[change(&[12], 12)], fixed), fixed));
+        assert!(!only_at_import(&Targets::new(), fixed));
     }
 
     #[test]

@@ -223,6 +223,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     // `mend_imports` and `project_fixtures`, a do-nothing stand-in of a conftest fixture is left
     // out; with `mend_imports`, a standard module used and not imported is put in. 22: so is the
     // project's own top-level package, and a name the project's tests import from a helper module.
+    // 23: a change whose lines all run at import (a module-level constant over lines) is judged by
+    // the partial revert alone, since no trace names such lines.
     Ok(StageDef {
         side_effects: true,
         files: [&config.prompt, &config.feedback_prompt]
@@ -238,7 +240,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
             .into_iter()
             .chain(config.from_project_tests.then_some(contract::ProjectTests::NAME))
             .collect(),
-        ..StageDef::new(stage, 22, Scope::Comment, Resource::Llm)
+        ..StageDef::new(stage, 23, Scope::Comment, Resource::Llm)
     })
 }
 fn comment(input: &TaskInput) -> Result<Comment, TaskError> {
