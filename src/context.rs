@@ -12,7 +12,7 @@ use crate::engine::pipeline::pipeline_dir;
 use crate::engine::spec::{PipelineSpec, parse_config};
 use crate::exec::hosts::{DockerSpec, Hosts, host_specs, registry, registry_login};
 use crate::llm::LlmSpec;
-use crate::llm::prompt::Template;
+use crate::llm::prompt::{Template, TextSpec, Texts};
 use crate::repo::Mirrors;
 
 /// `defaults:` keys that curation owns.
@@ -121,9 +121,21 @@ impl StageContext<'_> {
     /// The prompt template at `path` (relative to the pipeline file), checked to use only the
     /// `known` placeholders; errors name the config `key`.
     pub fn template(&self, key: &str, path: &Path, known: &[&str]) -> Result<Template, ConfigError> {
+        Template::parse(&self.prompt_text(key, path)?, known)
+            .map_err(|e| ConfigError::new(key, e.to_string()))
+    }
+
+    /// The `[text KEY]` parts of the prompt file at `path` (config key `key`), each of `wanted`
+    /// there with only its placeholders.
+    pub fn texts(&self, key: &str, path: &Path, wanted: &[TextSpec]) -> Result<Texts, ConfigError> {
         let full = self.dir.join(path);
-        let text = crate::engine::files::read_regular_text(&full, crate::engine::files::MAX_CONFIG_BYTES)
-            .map_err(|e| ConfigError::new(key, format!("cannot read {}: {e}", full.display())))?;
-        Template::parse(&text, known).map_err(|e| ConfigError::new(key, e.to_string()))
+        Texts::parse(&self.prompt_text(key, path)?, wanted)
+            .map_err(|e| ConfigError::new(key, format!("{}: {e}", full.display())))
+    }
+
+    fn prompt_text(&self, key: &str, path: &Path) -> Result<String, ConfigError> {
+        let full = self.dir.join(path);
+        crate::engine::files::read_regular_text(&full, crate::engine::files::MAX_CONFIG_BYTES)
+            .map_err(|e| ConfigError::new(key, format!("cannot read {}: {e}", full.display())))
     }
 }

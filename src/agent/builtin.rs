@@ -8,14 +8,14 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::edits::{apply, parse_any};
+use super::edits::{self, EditError, apply, parse_any};
 use super::rewrite::{self, Region};
 use super::{Agent, AgentFuture, AgentTask, Mode, PLACEHOLDERS, REWRITE_PLACEHOLDERS, Revision};
 use crate::context::StageContext;
 use crate::engine::stage::{Meter, TaskError};
 use crate::errors::ConfigError;
 use crate::llm::client::Llm;
-use crate::llm::prompt::Template;
+use crate::llm::prompt::{Template, Texts};
 use crate::llm::{LlmSpec, Message};
 use crate::repo::workspace::working_diff;
 
@@ -26,6 +26,8 @@ pub struct BuiltinAgent {
     llm: Llm,
     prompt: Template,
     feedback: Template,
+    /// What each problem of an answer is called in the feedback (its `[text KEY]` parts).
+    texts: Texts,
     max_steps: u32,
     mode: Mode,
     /// The temperature of attempts after the first, when set.
@@ -95,6 +97,11 @@ impl BuiltinAgent {
                 if mode == Mode::Rewrite { &REWRITE_PLACEHOLDERS } else { &PLACEHOLDERS },
             )?,
             feedback: ctx.template("agent.feedback_prompt", feedback, &["errors"])?,
+            texts: ctx.texts(
+                "agent.feedback_prompt",
+                feedback,
+                if mode == Mode::Rewrite { rewrite::TEXTS } else { edits::TEXTS },
+            )?,
             max_steps,
             mode,
             resample_temperature: None,
@@ -133,7 +140,7 @@ impl BuiltinAgent {
         request
     }
 
-    /// The feedback message that reports `errors`.
+    /// The feedback message that reports `errors` (each already in the feedback prompt's words).
     fn feedback_message(&self, errors: &[String]) -> Option<Message> {
         let values = std::collections::BTreeMap::from([(
             "errors",
@@ -161,21 +168,18 @@ impl BuiltinAgent {
             let request = self.request(messages.clone(), attempt);
             let (answer, _) = self.llm.chat(&request).await?;
             meter.add(answer.usage.into());
-            let (edits, mut errors) = parse_any(&answer.text, &whole, answer.truncated);
-            if edits.is_empty() && errors.is_empty() {
-                errors.push(if answer.truncated {
-                    "the answer was cut off at the length limit before it ended; send SEARCH/REPLACE edit blocks for only the lines that change".into()
-                } else {
-                    "the answer has no edit blocks".into()
-                });
+            let (edits, mut problems) = parse_any(&answer.text, &whole, answer.truncated);
+            if edits.is_empty() && problems.is_empty() {
+                problems.push(if answer.truncated { EditError::CutOff } else { EditError::NoEdits });
             }
             let mut applied = 0;
             for edit in &edits {
                 match apply(workdir, edit) {
                     Ok(()) => applied += 1,
-                    Err(e) => errors.push(e.to_string()),
+                    Err(e) => problems.push(e),
                 }
             }
+            let errors: Vec<String> = problems.iter().map(|p| p.text(&self.texts)).collect();
             transcript
                 .push(json!({"step": step, "answer": answer.text, "applied": applied, "errors": errors}));
             if errors.is_empty() {
@@ -269,7 +273,7 @@ impl BuiltinAgent {
                 "place": format!("{path}:{}-{}", region.start, region.end),
                 "answer": answer.text,
                 "applied": usize::from(outcome.is_ok()),
-                "errors": outcome.as_ref().err().map(ToString::to_string).into_iter().collect::<Vec<_>>(),
+                "errors": outcome.as_ref().err().map(|e| self.texts.get(e.key())).into_iter().collect::<Vec<_>>(),
             }));
             match outcome {
                 Ok(code) => {
@@ -279,7 +283,7 @@ impl BuiltinAgent {
                 }
                 Err(error) => {
                     messages.push(Message::assistant(answer.text));
-                    messages.extend(self.feedback_message(&[error.to_string()]));
+                    messages.extend(self.feedback_message(&[self.texts.get(error.key())]));
                 }
             }
         }

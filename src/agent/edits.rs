@@ -18,31 +18,85 @@
 //! its context and added lines the replacement, so wrong line numbers do not matter), or as a whole
 //! file in one complete code block that replaces a file the model was shown.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::llm::prompt::{TextSpec, Texts};
 use crate::record::{PathError, check_repo_path};
 
-/// Why an edit could not be applied, in words the model can act on.
-#[derive(Debug, thiserror::Error)]
+/// Why an answer's edits could not all be applied. What the model is told of it is the feedback
+/// prompt's `[text KEY]` part ([`EditError::text`], every key in [`TEXTS`]).
+#[derive(Debug)]
 pub enum EditError {
-    #[error("`{path}`: the path {error}")]
+    /// Edit `block` (from 1) lacks its divider or its end.
+    Incomplete {
+        block: usize,
+    },
+    /// Edit `block` names no file.
+    NoFile {
+        block: usize,
+    },
+    /// The answer, cut off at the length limit, holds no edit.
+    CutOff,
+    /// The answer holds no edit.
+    NoEdits,
+    /// The path may not be written (absolute, outside the repository).
     Path {
         path: String,
-        #[source]
         error: PathError,
     },
-    #[error("`{0}` exists already; give the lines to replace in SEARCH")]
+    /// A new file's path is taken.
     Exists(String),
-    #[error("`{0}` does not exist in the repository")]
     Missing(String),
-    #[error("the SEARCH text of the edit to `{0}` is not in the file; copy the lines exactly as they are")]
+    /// The SEARCH text is not in the file.
     NotInFile(String),
-    #[error("`{path}`: {error}")]
     Io {
         path: String,
-        #[source]
         error: std::io::Error,
     },
+}
+
+/// The texts the edit mode's feedback prompt must hold, with their placeholders.
+pub const TEXTS: &[TextSpec] = &[
+    ("incomplete", &["block", "divider", "replace"]),
+    ("no file", &["block", "search"]),
+    ("cut off", &[]),
+    ("no edits", &[]),
+    ("path", &["path", "error"]),
+    ("exists", &["path"]),
+    ("missing", &["path"]),
+    ("not in file", &["path"]),
+    ("io", &["path", "error"]),
+];
+
+impl EditError {
+    /// Its text in the feedback prompt's `texts`.
+    pub fn text(&self, texts: &Texts) -> String {
+        let with = |key: &str, values: &[(&'static str, String)]| {
+            texts.render(key, &values.iter().cloned().collect::<BTreeMap<_, _>>())
+        };
+        let path = |key: &str, path: &String| with(key, &[("path", path.clone())]);
+        match self {
+            EditError::Incomplete { block } => with(
+                "incomplete",
+                &[("block", block.to_string()), ("divider", DIVIDER.into()), ("replace", REPLACE.into())],
+            ),
+            EditError::NoFile { block } => {
+                with("no file", &[("block", block.to_string()), ("search", SEARCH.into())])
+            }
+            EditError::CutOff => texts.get("cut off"),
+            EditError::NoEdits => texts.get("no edits"),
+            EditError::Path { path, error } => {
+                with("path", &[("path", path.clone()), ("error", error.to_string())])
+            }
+            EditError::Exists(p) => path("exists", p),
+            EditError::Missing(p) => path("missing", p),
+            EditError::NotInFile(p) => path("not in file", p),
+            EditError::Io { path, error } => {
+                with("io", &[("path", path.clone()), ("error", error.to_string())])
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,7 +121,7 @@ fn path_before(lines: &[&str]) -> Option<String> {
 }
 
 /// Reads every edit block in `answer`; a block that is not complete is an error naming it.
-pub fn parse(answer: &str) -> (Vec<Edit>, Vec<String>) {
+pub fn parse(answer: &str) -> (Vec<Edit>, Vec<EditError>) {
     let lines: Vec<&str> = answer.lines().collect();
     let (mut edits, mut errors) = (Vec::new(), Vec::new());
     let mut i = 0;
@@ -83,7 +137,7 @@ pub fn parse(answer: &str) -> (Vec<Edit>, Vec<String>) {
         let divider = (start..lines.len()).find(|&j| lines[j].trim() == DIVIDER);
         let end = divider.and_then(|d| (d + 1..lines.len()).find(|&j| lines[j].trim() == REPLACE));
         let (Some(divider), Some(end)) = (divider, end) else {
-            errors.push(format!("edit {block} is not complete: it needs `{DIVIDER}` and `{REPLACE}` lines"));
+            errors.push(EditError::Incomplete { block });
             break;
         };
         match path {
@@ -92,7 +146,7 @@ pub fn parse(answer: &str) -> (Vec<Edit>, Vec<String>) {
                 search: join(&lines[start..divider]),
                 replace: join(&lines[divider + 1..end]),
             }),
-            None => errors.push(format!("edit {block} names no file on the line before `{SEARCH}`")),
+            None => errors.push(EditError::NoFile { block }),
         }
         i = end + 1;
     }
@@ -102,7 +156,7 @@ pub fn parse(answer: &str) -> (Vec<Edit>, Vec<String>) {
 /// The edits in an answer, in whichever of the forms above it took. `shown` are the files the
 /// model was shown (path, text); `truncated` says the answer was cut off at the length limit, so
 /// a whole file in it cannot be trusted.
-pub fn parse_any(answer: &str, shown: &[(String, String)], truncated: bool) -> (Vec<Edit>, Vec<String>) {
+pub fn parse_any(answer: &str, shown: &[(String, String)], truncated: bool) -> (Vec<Edit>, Vec<EditError>) {
     let (edits, errors) = parse(answer);
     if !edits.is_empty() || !errors.is_empty() {
         return (edits, errors);
@@ -335,9 +389,23 @@ mod tests {
     fn broken_blocks_are_reported() {
         let (edits, errors) = parse("a.py\n<<<<<<< SEARCH\nx\n=======\ny\n");
         assert!(edits.is_empty());
-        assert!(errors[0].contains("not complete"), "{errors:?}");
+        assert!(matches!(errors[..], [EditError::Incomplete { block: 1 }]), "{errors:?}");
         let (_, errors) = parse("<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n");
-        assert!(errors[0].contains("names no file"), "{errors:?}");
+        assert!(matches!(errors[..], [EditError::NoFile { block: 1 }]), "{errors:?}");
+        // What the model reads of them is the shipped feedback prompt's.
+        let texts = Texts::parse(include_str!("../../prompts/agent_feedback.md"), TEXTS).unwrap();
+        assert_eq!(
+            EditError::Incomplete { block: 2 }.text(&texts),
+            "edit 2 is not complete: it needs `=======` and `>>>>>>> REPLACE` lines"
+        );
+        assert_eq!(
+            EditError::NoFile { block: 1 }.text(&texts),
+            "edit 1 names no file on the line before `<<<<<<< SEARCH`"
+        );
+        assert_eq!(
+            EditError::NotInFile("a.py".into()).text(&texts),
+            "the SEARCH text of the edit to `a.py` is not in the file; copy the lines exactly as they are"
+        );
     }
 
     #[test]
@@ -360,15 +428,13 @@ mod tests {
             std::fs::read_to_string(dir.path().join("d.py")).unwrap(),
             "def f(x):\n    y = round(x)\n    return y\n"
         );
-        assert!(
-            apply(dir.path(), &edit("return nothing\n", "x\n"))
-                .unwrap_err()
-                .to_string()
-                .contains("not in the file")
-        );
+        assert!(matches!(
+            apply(dir.path(), &edit("return nothing\n", "x\n")),
+            Err(EditError::NotInFile(p)) if p == "d.py"
+        ));
         let outside = Edit { path: "../x.py".into(), search: String::new(), replace: "x\n".into() };
         assert!(apply(dir.path(), &outside).is_err());
         let missing = Edit { path: "nope.py".into(), search: "a\n".into(), replace: "b\n".into() };
-        assert!(apply(dir.path(), &missing).unwrap_err().to_string().contains("does not exist"));
+        assert!(matches!(apply(dir.path(), &missing), Err(EditError::Missing(p)) if p == "nope.py"));
     }
 }

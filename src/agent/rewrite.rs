@@ -3,6 +3,8 @@
 //! its decorators; a window of lines at module level) is shown whole, the model answers with that
 //! code rewritten, and the answer is spliced back in place of those lines.
 
+use crate::llm::prompt::TextSpec;
+
 /// Lines shown on each side of a commented line that no definition holds.
 const WINDOW: usize = 8;
 /// A definition longer than this is shown as a window instead.
@@ -233,21 +235,34 @@ impl Shown {
     }
 }
 
-/// Why an answer is not a rewrite of the code, with what to send instead.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why an answer is not a rewrite of the code. What the model is told of it, with what to send
+/// instead, is the feedback prompt's `[text KEY]` part ([`NotARewrite::key`], every key in
+/// [`TEXTS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NotARewrite {
-    #[error("the answer was cut off at the length limit; send only the rewritten lines, nothing else")]
+    /// Cut off at the length limit.
     CutOff,
-    #[error("the answer holds no code; send the rewritten lines in one ```python block")]
     NoCode,
-    #[error(
-        "the answer repeats the code as it is, so it changes nothing; change it so that the reviewer's point is addressed"
-    )]
+    /// The code as it was.
     Unchanged,
-    #[error(
-        "send the whole definition rewritten, from its first line (the decorator or `def` line) to its last"
-    )]
+    /// A part of the definition shown, not the whole.
     PartOfDefinition,
+}
+
+/// The texts the rewrite mode's feedback prompt must hold (none has placeholders).
+pub const TEXTS: &[TextSpec] =
+    &[("cut off", &[]), ("no code", &[]), ("unchanged", &[]), ("part of the definition", &[])];
+
+impl NotARewrite {
+    /// Its text's key in the feedback prompt.
+    pub fn key(self) -> &'static str {
+        match self {
+            NotARewrite::CutOff => "cut off",
+            NotARewrite::NoCode => "no code",
+            NotARewrite::Unchanged => "unchanged",
+            NotARewrite::PartOfDefinition => "part of the definition",
+        }
+    }
 }
 
 /// The code of the model's answer for `original`: the first fenced block (or the whole answer), moved
@@ -407,10 +422,18 @@ mod tests {
         let r = region(SOURCE, 10);
         let original = cut(SOURCE, r);
         let same = format!("```python\n{original}\n```");
-        assert!(rewritten(&same, &original, false).unwrap_err().to_string().contains("changes nothing"));
+        assert_eq!(rewritten(&same, &original, false), Err(NotARewrite::Unchanged));
         let part = "```python\n        return self.size * self.size\n```";
-        assert!(rewritten(part, &original, false).unwrap_err().to_string().contains("whole definition"));
-        assert!(rewritten("```python\n```", &original, false).unwrap_err().to_string().contains("no code"));
-        assert!(rewritten("def area(self):", &original, true).unwrap_err().to_string().contains("cut off"));
+        assert_eq!(rewritten(part, &original, false), Err(NotARewrite::PartOfDefinition));
+        assert_eq!(rewritten("```python\n```", &original, false), Err(NotARewrite::NoCode));
+        assert_eq!(rewritten("def area(self):", &original, true), Err(NotARewrite::CutOff));
+        // What the model reads of each is the shipped feedback prompt's.
+        let texts =
+            crate::llm::prompt::Texts::parse(include_str!("../../prompts/agent_rewrite_feedback.md"), TEXTS)
+                .unwrap();
+        assert_eq!(
+            texts.get(NotARewrite::Unchanged.key()),
+            "the answer repeats the code as it is, so it changes nothing; change it so that the reviewer's point is addressed"
+        );
     }
 }

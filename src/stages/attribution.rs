@@ -21,7 +21,7 @@ use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
 use crate::llm::client::Llm;
-use crate::llm::prompt::Template;
+use crate::llm::prompt::{Template, TextSpec, Texts};
 use crate::llm::{LlmSpec, Message};
 use crate::repo::Mirrors;
 use crate::repo::hunks::{self, Hunk};
@@ -55,9 +55,14 @@ fn default_near() -> u64 {
     3
 }
 
+/// The texts the prompt file must hold after its template: a numbered candidate, and the question
+/// asked again after an answer with no number.
+const TEXTS: &[TextSpec] = &[("change", &["number", "path", "line", "diff"]), ("ask again", &["count"])];
+
 struct Attribution {
     llm: Llm,
     prompt: Template,
+    texts: Texts,
     mirrors: Arc<Mirrors>,
     near: u64,
     code_only: bool,
@@ -66,6 +71,7 @@ struct Attribution {
 pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
     let config: Config = parse_config(config)?;
     let prompt = ctx.template("prompt", &config.prompt, &PLACEHOLDERS)?;
+    let texts = ctx.texts("prompt", &config.prompt, TEXTS)?;
     let settings = ctx.llm.merged(&config.llm).settings();
     let llm =
         Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("llm", e.to_string()))?;
@@ -73,6 +79,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     let stage = adapt(Attribution {
         llm,
         prompt,
+        texts,
         mirrors: ctx.mirrors.clone(),
         near: config.near,
         code_only: config.code_only,
@@ -157,8 +164,9 @@ fn read_choice(answer: &str, n: usize) -> Option<Vec<usize>> {
     answer.to_lowercase().contains("none").then(Vec::new)
 }
 
-/// The candidates as the prompt shows them: numbered, with their file and lines.
-fn numbered(candidates: &[Hunk]) -> String {
+/// The candidates as the prompt shows them: numbered, with their file and lines, each in the
+/// prompt file's `[text change]`.
+fn numbered(candidates: &[Hunk], texts: &Texts) -> String {
     candidates
         .iter()
         .enumerate()
@@ -166,12 +174,13 @@ fn numbered(candidates: &[Hunk]) -> String {
             let lines: Vec<&str> = h.text.lines().collect();
             let shown = lines.iter().take(HUNK_LINES).copied().collect::<Vec<_>>().join("\n");
             let more = if lines.len() > HUNK_LINES { "\n…" } else { "" };
-            format!(
-                "Change {} in {}, near line {}:\n```diff\n{shown}{more}\n```",
-                i + 1,
-                h.path(),
-                h.new_start
-            )
+            let values = BTreeMap::from([
+                ("number", (i + 1).to_string()),
+                ("path", h.path().to_string()),
+                ("line", h.new_start.to_string()),
+                ("diff", format!("{shown}{more}")),
+            ]);
+            texts.render("change", &values)
         })
         .collect::<Vec<_>>()
         .join("\n\n")
@@ -247,7 +256,7 @@ impl Attribution {
             ("path", context.path.clone()),
             ("line", context.end_line.to_string()),
             ("comment", comment.text.trim().to_string()),
-            ("changes", numbered(&found)),
+            ("changes", numbered(&found, &self.texts)),
         ]);
         let mut messages = self.prompt.render(&values);
         for attempt in 0..2 {
@@ -266,10 +275,8 @@ impl Attribution {
                 }
                 None if attempt == 0 => {
                     messages.push(Message::assistant(answer.text));
-                    messages.push(Message::user(format!(
-                        "Answer with only the numbers of the changes (1 to {}), or none.",
-                        found.len()
-                    )));
+                    let count = BTreeMap::from([("count", found.len().to_string())]);
+                    messages.push(Message::user(self.texts.render("ask again", &count)));
                 }
                 None => {}
             }
@@ -308,6 +315,24 @@ mod tests {
             added: added.iter().map(|n| (*n, "a".into())).collect(),
             text,
         }
+    }
+
+    #[test]
+    fn candidates_are_numbered_in_the_prompt_files_words() {
+        let texts = Texts::parse(include_str!("../../prompts/attribution.md"), TEXTS).unwrap();
+        let long = hunk("m.py", 40, &[], &(40..40 + HUNK_LINES as u64 + 2).collect::<Vec<_>>(), 0);
+        let shown = numbered(&[hunk("m.py", 7, &[7], &[7], 1), long], &texts);
+        let first = "Change 1 in m.py, near line 7:\n```diff\n c\n-r\n+a\n```";
+        assert!(
+            shown.starts_with(&format!("{first}\n\nChange 2 in m.py, near line 40:\n```diff\n+a\n")),
+            "{shown}"
+        );
+        assert!(shown.ends_with("+a\n…\n```"), "a long change is cut: {shown}");
+        let count = BTreeMap::from([("count", "3".to_string())]);
+        assert_eq!(
+            texts.render("ask again", &count),
+            "Answer with only the numbers of the changes (1 to 3), or none."
+        );
     }
 
     #[test]

@@ -1,16 +1,16 @@
 //! Getting one pytest file out of what a model wrote: the first fenced Python block, or the whole
 //! answer when it is bare code. An answer with no test function in it is not a test.
 
-/// Why an answer holds no test, said so the model can fix it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why an answer holds no test; what the model is told of it is the feedback prompt's
+/// (`oracle::Problem::NotATest`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NotATest {
-    #[error("the answer was cut off at the length limit before its first test ended; write one shorter test")]
+    /// Cut off at the length limit before its first test ended.
     CutOff,
-    #[error("the answer was empty")]
     Empty,
-    #[error("the answer has no ```python code block")]
+    /// Prose with no fenced Python block.
     NoCodeBlock,
-    #[error("the code has no pytest test function (`def test_…`)")]
+    /// Code with no pytest test function in it.
     NoTestFunction,
 }
 
@@ -123,20 +123,17 @@ mod tests {
         let cut = "```python\nimport x\n\ndef test_a():\n    assert x.f()\n\n\n@pytest.mark.slow\ndef test_b():\n    assert x.g(\n";
         assert_eq!(test_code(cut, true).unwrap(), "import x\n\ndef test_a():\n    assert x.f()\n");
         assert!(
-            test_code("```python\ndef test_a():\n    assert (\n", true)
-                .is_err_and(|e| e.to_string().contains("cut off")),
+            test_code("```python\ndef test_a():\n    assert (\n", true).is_err_and(|e| e == NotATest::CutOff),
             "nothing complete is left"
         );
         let only_imports = test_code("```python\nimport x\n\ndef test_a():\n    assert (\n", true);
-        assert!(only_imports.is_err_and(|e| e.to_string().contains("write one shorter test")));
+        assert_eq!(only_imports, Err(NotATest::CutOff));
     }
 
     #[test]
     fn answers_without_a_test_say_why() {
-        assert!(test_code("", false).unwrap_err().to_string().contains("empty"));
-        assert!(
-            test_code("I cannot write this test.", false).unwrap_err().to_string().contains("code block")
-        );
-        assert!(test_code("```python\nx = 1\n```", false).unwrap_err().to_string().contains("def test_"));
+        assert_eq!(test_code("", false), Err(NotATest::Empty));
+        assert_eq!(test_code("I cannot write this test.", false), Err(NotATest::NoCodeBlock));
+        assert_eq!(test_code("```python\nx = 1\n```", false), Err(NotATest::NoTestFunction));
     }
 }

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::expect;
 use super::facts;
-use super::oracle::{Miss, for_feedback, judge, reasons};
+use super::oracle::{Miss, Problem, for_feedback, judge, reasons};
 use super::partial;
 use super::project;
 use super::relevance::{self, Change};
@@ -24,6 +24,7 @@ use super::split;
 use crate::exec::docker::ExecError;
 use crate::exec::hosts::Hosts;
 use crate::exec::testrun::{Target, TestRun, Verdict, run_target, run_target_traced, trace_per_node};
+use crate::llm::prompt::Texts;
 
 /// Lines of each side's output kept per candidate in the store.
 const STORED_OUTPUT_LINES: usize = 120;
@@ -79,6 +80,8 @@ pub struct Judge<'a> {
     /// The directory of the project's tests (relative to the repository) that curate's test files
     /// run in, with the fixtures of its conftest files; `None`: outside the repository.
     pub in_tree: Option<&'a str>,
+    /// The feedback prompt's texts, in which a miss is recorded as the model is told it.
+    pub texts: &'a Texts,
 }
 
 /// Where a test file of curate's named `name` goes in the tree when it runs in `dir`.
@@ -104,12 +107,12 @@ impl Judged {
     }
 
     /// Writes its result into its record: `accepted`, or the miss's reason and the problem the
-    /// model was (or would have been) told.
-    pub fn settle(&mut self) {
+    /// model was (or would have been) told, in the feedback prompt's `texts`.
+    pub fn settle(&mut self, texts: &Texts) {
         self.record["result"] = match &self.outcome {
             Ok(_) => json!("accepted"),
             Err(miss) => {
-                self.record["problem"] = json!(miss.problem);
+                self.record["problem"] = json!(miss.problem.text(texts));
                 json!(miss.reason)
             }
         };
@@ -137,22 +140,10 @@ pub fn verdict_name(run: &TestRun) -> String {
 pub fn static_miss(code: &str, packages: &[String]) -> Option<Miss> {
     let of_tests = facts::test_package_imports(code);
     if !of_tests.is_empty() {
-        return Some(Miss {
-            reason: reasons::TEST_PACKAGE,
-            problem: format!(
-                "the test imports {}, the project's own tests, which are not part of the code under test. Import only the project's modules and the standard library, and write any helper you need in the test file.",
-                of_tests.join(", ")
-            ),
-        });
+        return Some(Miss::new(reasons::TEST_PACKAGE, Problem::ImportsTests { modules: of_tests }));
     }
     let network = network_use(&code_only(code), packages);
-    (!network.is_empty()).then(|| Miss {
-        reason: reasons::NETWORK,
-        problem: format!(
-            "the test imports {}, but tests run with the network off. Test the code without a network.",
-            network.join(", ")
-        ),
-    })
+    (!network.is_empty()).then(|| Miss::new(reasons::NETWORK, Problem::Network { modules: network }))
 }
 
 impl Judge<'_> {
@@ -216,7 +207,7 @@ impl Judge<'_> {
         for node in nodes.into_iter().take(max) {
             let mut j = self.project_test(&node, with_tests.path()).await?;
             j.record["written_by"] = json!(PROJECT_TEST);
-            j.settle();
+            j.settle(self.texts);
             records.push(j.record.clone());
             if j.outcome.is_ok() {
                 return Ok((records, Some((node, j))));
@@ -374,14 +365,9 @@ impl Judge<'_> {
             seen.push(json!([reviewed.verdict, after.verdict]));
             if reviewed.verdict != first.verdict || after.verdict != Verdict::Passed {
                 record["repeats"] = Value::Array(seen);
-                return Ok(Err(Miss {
-                    reason: reasons::FLAKY,
-                    problem: format!(
-                        "the test is not deterministic: on a repeated run it ended as {} on BEFORE and {} on AFTER. Remove randomness, timing and order dependence.",
-                        verdict_name(&reviewed),
-                        verdict_name(&after)
-                    ),
-                }));
+                let problem =
+                    Problem::Flaky { reviewed: verdict_name(&reviewed), fixed: verdict_name(&after) };
+                return Ok(Err(Miss::new(reasons::FLAKY, problem)));
             }
         }
         record["repeats"] = Value::Array(seen);
@@ -408,13 +394,8 @@ impl Judge<'_> {
             record["relevance"] = json!({"how": attributed.how, "checked": "no Python lines to reach"});
             return Ok(Ok(()));
         }
-        let problem = |why: &str| Miss {
-            reason: reasons::IRRELEVANT,
-            problem: format!(
-                "{why} These are the lines of the change that answer the reviewer's comment:\n{}\nWrite a test of what these lines do.",
-                relevance::shown(&targets, fixed_file, 12)
-            ),
-        };
+        let lines = relevance::shown(&targets, fixed_file, 12);
+        let irrelevant = |problem: Problem| Miss::new(reasons::IRRELEVANT, problem);
         if let Some(text) = reads {
             let names = relevance::definitions(&targets, fixed_file);
             let read = names.iter().find(|n| text.contains(n.as_str())).cloned();
@@ -422,10 +403,7 @@ impl Judge<'_> {
                 json!({"how": attributed.how, "targets": targets, "definitions": names, "named": read});
             return Ok(match read {
                 Some(_) => Ok(()),
-                None => Err(problem(&format!(
-                    "The test passes on the changed code, but it does not read {}, where the change that answers the comment is.",
-                    names.join(" or ")
-                ))),
+                None => Err(irrelevant(Problem::NotRead { names, lines })),
             });
         }
         let files: Vec<String> = targets.keys().cloned().collect();
@@ -439,11 +417,7 @@ impl Judge<'_> {
             "covered": covered,
             "traced_verdict": run.verdict,
         });
-        let never_runs = || {
-            problem(
-                "The test passes on the changed code, but it never runs the change that answers the comment.",
-            )
-        };
+        let never_runs = || irrelevant(Problem::NeverRuns { lines: lines.clone() });
         // Lines that run only at import are in no trace: then the partial revert decides alone.
         let at_import = covered.is_empty() && relevance::only_at_import(&targets, fixed_file);
         if covered.is_empty() && !at_import {
@@ -459,9 +433,7 @@ impl Judge<'_> {
         };
         record["relevance"]["partial_revert"] = json!(partial);
         Ok(match partial {
-            Verdict::Passed => Err(problem(
-                "The test passes on the changed code, but it also passes when only the change that answers the comment is undone: it tests another part of the fix.",
-            )),
+            Verdict::Passed => Err(irrelevant(Problem::OtherPart { lines: lines.clone() })),
             // A failure of the test's own: it depends on these lines. Anything else (the partial
             // code does not import, or runs away) says nothing either way.
             _ => Ok(()),

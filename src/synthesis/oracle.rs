@@ -4,22 +4,147 @@
 //! an import of a name the fix adds) and pass on the fixed commit, without writing into the project.
 //! Anything else is a miss, with a short reason for the funnel and a longer one for the model.
 
-use serde::Serialize;
+use std::collections::BTreeMap;
 
 use crate::exec::testrun::{TestRun, Verdict};
+use crate::llm::prompt::{TextSpec, Texts};
+use crate::synthesis::answer::{self, NotATest};
 
 /// Why a candidate was not accepted.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Miss {
     /// Short and fixed, so the funnel can count rejections by it.
     pub reason: &'static str,
-    /// What went wrong, addressed to the model that wrote the test.
-    pub problem: String,
+    /// What went wrong, for the model that wrote the test.
+    pub problem: Problem,
 }
 
 impl Miss {
-    fn new(reason: &'static str, problem: impl Into<String>) -> Miss {
-        Miss { reason, problem: problem.into() }
+    pub fn new(reason: &'static str, problem: Problem) -> Miss {
+        Miss { reason, problem }
+    }
+}
+
+/// What went wrong with a candidate, with the facts its text names. The words the model reads are
+/// the feedback prompt's `[text KEY]` parts ([`Problem::text`]; every key in [`TEXTS`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// It wrote into the project's files (the first few).
+    Wrote {
+        files: Vec<String>,
+    },
+    OutOfMemory,
+    TooManyProcesses,
+    Timeout,
+    Syntax,
+    NoTests,
+    PassedBoth,
+    Inverted,
+    /// It cannot be imported on either side.
+    ImportsNeither,
+    FailedBoth,
+    /// It cannot be imported on the reviewed side.
+    ImportsMissing,
+    Collection,
+    /// A repeated run ended otherwise: the verdicts on each side.
+    Flaky {
+        reviewed: String,
+        fixed: String,
+    },
+    /// It imports the project's own test modules.
+    ImportsTests {
+        modules: Vec<String>,
+    },
+    /// It imports what needs the network.
+    Network {
+        modules: Vec<String>,
+    },
+    /// A structural test names none of the definitions holding the lines.
+    NotRead {
+        names: Vec<String>,
+        lines: String,
+    },
+    /// A behavioural test never runs the lines.
+    NeverRuns {
+        lines: String,
+    },
+    /// It also passes with only the lines undone.
+    OtherPart {
+        lines: String,
+    },
+    /// A sampled answer that repeats an earlier one.
+    Repeat,
+    /// The answer holds no test.
+    NotATest(NotATest),
+}
+
+/// The texts a feedback prompt must hold, with their placeholders.
+pub const TEXTS: &[TextSpec] = &[
+    ("wrote", &["files"]),
+    ("out of memory", &[]),
+    ("too many processes", &[]),
+    ("timed out", &[]),
+    ("syntax error", &[]),
+    ("no tests", &[]),
+    ("passed on both sides", &[]),
+    ("fails only on the fixed commit", &[]),
+    ("imports on neither side", &[]),
+    ("failed on both sides", &[]),
+    ("imports on the reviewed side", &[]),
+    ("collection error", &[]),
+    ("flaky", &["reviewed", "fixed"]),
+    ("imports the tests", &["modules"]),
+    ("network", &["modules"]),
+    ("not read", &["names"]),
+    ("never runs", &[]),
+    ("another part", &[]),
+    ("not the change", &["why", "lines"]),
+    ("repeat", &[]),
+    ("cut off", &[]),
+    ("empty answer", &[]),
+    ("no code block", &[]),
+    ("no test function", &[]),
+];
+
+impl Problem {
+    /// Its text in the feedback prompt's `texts`.
+    pub fn text(&self, texts: &Texts) -> String {
+        use Problem::*;
+        let plain = |key: &str| texts.get(key);
+        let with = |key: &str, values: &[(&'static str, String)]| {
+            texts.render(key, &values.iter().cloned().collect::<BTreeMap<_, _>>())
+        };
+        let irrelevant =
+            |why: String, lines: &str| with("not the change", &[("why", why), ("lines", lines.into())]);
+        match self {
+            Wrote { files } => with("wrote", &[("files", files.join(", "))]),
+            OutOfMemory => plain("out of memory"),
+            TooManyProcesses => plain("too many processes"),
+            Timeout => plain("timed out"),
+            Syntax => plain("syntax error"),
+            NoTests => plain("no tests"),
+            PassedBoth => plain("passed on both sides"),
+            Inverted => plain("fails only on the fixed commit"),
+            ImportsNeither => plain("imports on neither side"),
+            FailedBoth => plain("failed on both sides"),
+            ImportsMissing => plain("imports on the reviewed side"),
+            Collection => plain("collection error"),
+            Flaky { reviewed, fixed } => {
+                with("flaky", &[("reviewed", reviewed.clone()), ("fixed", fixed.clone())])
+            }
+            ImportsTests { modules } => with("imports the tests", &[("modules", modules.join(", "))]),
+            Network { modules } => with("network", &[("modules", modules.join(", "))]),
+            NotRead { names, lines } => irrelevant(with("not read", &[("names", names.join(" or "))]), lines),
+            NeverRuns { lines } => irrelevant(plain("never runs"), lines),
+            OtherPart { lines } => irrelevant(plain("another part"), lines),
+            Repeat => plain("repeat"),
+            NotATest(why) => plain(match why {
+                answer::NotATest::CutOff => "cut off",
+                answer::NotATest::Empty => "empty answer",
+                answer::NotATest::NoCodeBlock => "no code block",
+                answer::NotATest::NoTestFunction => "no test function",
+            }),
+        }
     }
 }
 
@@ -83,73 +208,43 @@ pub fn judge(reviewed: &TestRun, fixed: &TestRun, project: &[String]) -> Result<
     use reasons::*;
     let wrote: Vec<&String> = reviewed.wrote.iter().chain(&fixed.wrote).collect();
     if !wrote.is_empty() {
-        let shown: Vec<&str> = wrote.iter().take(5).map(|s| s.as_str()).collect();
-        return Err(Miss::new(
-            WRITES,
-            format!(
-                "The test wrote into the repository ({}). Tests must leave the project's files alone; use pytest's tmp_path for files.",
-                shown.join(", ")
-            ),
-        ));
+        let files = wrote.iter().take(5).map(|s| s.to_string()).collect();
+        return Err(Miss::new(WRITES, Problem::Wrote { files }));
     }
     if reviewed.verdict == Verdict::OutOfMemory || fixed.verdict == Verdict::OutOfMemory {
-        return Err(Miss::new(
-            OUT_OF_MEMORY,
-            "The test was killed for using more memory than the sandbox allows (1 GiB). Keep its data small.",
-        ));
+        return Err(Miss::new(OUT_OF_MEMORY, Problem::OutOfMemory));
     }
     if reviewed.verdict == Verdict::TooManyProcesses || fixed.verdict == Verdict::TooManyProcesses {
-        return Err(Miss::new(
-            TOO_MANY_PROCESSES,
-            "The test started more processes or threads than the sandbox allows. Test the code in this process, without processes or threads of its own.",
-        ));
+        return Err(Miss::new(TOO_MANY_PROCESSES, Problem::TooManyProcesses));
     }
     if reviewed.verdict == Verdict::Timeout || fixed.verdict == Verdict::Timeout {
-        return Err(Miss::new(TIMEOUT, "The test did not finish in time. Keep it small and fast."));
+        return Err(Miss::new(TIMEOUT, Problem::Timeout));
     }
     if reviewed.verdict == Verdict::SyntaxError || fixed.verdict == Verdict::SyntaxError {
-        return Err(Miss::new(SYNTAX, "The test file is not valid Python (see the output)."));
+        return Err(Miss::new(SYNTAX, Problem::Syntax));
     }
     if reviewed.verdict == Verdict::NoTests {
-        return Err(Miss::new(NO_TESTS, "pytest found no test functions in the file."));
+        return Err(Miss::new(NO_TESTS, Problem::NoTests));
     }
     if reviewed.verdict == Verdict::Passed {
         return Err(if fixed.verdict == Verdict::Passed {
-            Miss::new(
-                PASSED_BOTH,
-                "The test passed on the reviewed commit, so it does not detect the problem the reviewer raised. It must fail there.",
-            )
+            Miss::new(PASSED_BOTH, Problem::PassedBoth)
         } else {
-            Miss::new(
-                INVERTED,
-                "The test passed on the reviewed commit and failed on the fixed one: the opposite of what is needed.",
-            )
+            Miss::new(INVERTED, Problem::Inverted)
         });
     }
     if reviewed.verdict == Verdict::ImportError && fixed.verdict == Verdict::ImportError {
-        return Err(Miss::new(
-            BROKEN_IMPORT,
-            "The test cannot be imported on either commit: it imports a module or name that exists on neither (see the output). Import only what the code shown defines, or the standard library.",
-        ));
+        return Err(Miss::new(BROKEN_IMPORT, Problem::ImportsNeither));
     }
     if is_own_failure(reviewed, project) {
         return match fixed.verdict {
             Verdict::Passed => Ok(()),
-            _ => Err(Miss::new(
-                FAILED_BOTH,
-                "The test failed on the reviewed commit, as it should, but it also failed on the fixed commit. It must pass once the reviewer's point is addressed.",
-            )),
+            _ => Err(Miss::new(FAILED_BOTH, Problem::FailedBoth)),
         };
     }
     Err(match reviewed.verdict {
-        Verdict::ImportError => Miss::new(
-            BROKEN_IMPORT,
-            "The test could not be imported on the reviewed commit: it imports something that does not exist. Import only modules that exist in the project or the standard library.",
-        ),
-        _ => Miss::new(
-            COLLECTION,
-            "pytest could not collect the test on the reviewed commit (see the output).",
-        ),
+        Verdict::ImportError => Miss::new(BROKEN_IMPORT, Problem::ImportsMissing),
+        _ => Miss::new(COLLECTION, Problem::Collection),
     })
 }
 
@@ -220,6 +315,58 @@ mod tests {
     }
 
     #[test]
+    fn every_problem_has_its_text_in_the_shipped_feedback_prompt() {
+        let file = include_str!("../../prompts/test_synthesis_feedback.md");
+        let texts = Texts::parse(file, TEXTS).unwrap();
+        let lines = "m.py:5:     if not xs:".to_string();
+        let all = [
+            Problem::Wrote { files: vec!["/repo/a".into(), "/repo/b".into()] },
+            Problem::OutOfMemory,
+            Problem::TooManyProcesses,
+            Problem::Timeout,
+            Problem::Syntax,
+            Problem::NoTests,
+            Problem::PassedBoth,
+            Problem::Inverted,
+            Problem::ImportsNeither,
+            Problem::FailedBoth,
+            Problem::ImportsMissing,
+            Problem::Collection,
+            Problem::Flaky { reviewed: "assertion".into(), fixed: "passed".into() },
+            Problem::ImportsTests { modules: vec!["tests.helpers".into()] },
+            Problem::Network { modules: vec!["requests".into()] },
+            Problem::NotRead { names: vec!["median".into(), "Stats".into()], lines: lines.clone() },
+            Problem::NeverRuns { lines: lines.clone() },
+            Problem::OtherPart { lines: lines.clone() },
+            Problem::Repeat,
+            Problem::NotATest(NotATest::CutOff),
+            Problem::NotATest(NotATest::Empty),
+            Problem::NotATest(NotATest::NoCodeBlock),
+            Problem::NotATest(NotATest::NoTestFunction),
+        ];
+        let mut seen = Vec::new();
+        for p in &all {
+            let text = p.text(&texts);
+            assert!(!text.is_empty() && !text.contains("{{"), "{p:?}: {text:?}");
+            assert!(!seen.contains(&text), "{p:?} says what another problem says");
+            seen.push(text);
+        }
+        assert_eq!(
+            all[0].text(&texts),
+            "The test wrote into the repository (/repo/a, /repo/b). Tests must leave the project's files alone; use pytest's tmp_path for files."
+        );
+        let not_read = all[15].text(&texts);
+        assert!(
+            not_read
+                .starts_with("The test passes on the changed code, but it does not read median or Stats,")
+        );
+        assert!(
+            not_read.ends_with(":\nm.py:5:     if not xs:\nWrite a test of what these lines do."),
+            "{not_read}"
+        );
+    }
+
+    #[test]
     fn fail_then_pass_is_accepted() {
         let p = project();
         for v in [Verdict::Assertion, Verdict::ExpectedExceptionMissing, Verdict::UnexpectedException] {
@@ -271,7 +418,7 @@ mod tests {
         writer.wrote = vec!["/repo/out.json".into()];
         let miss = judge(&writer, &pass, &p).unwrap_err();
         assert_eq!(miss.reason, reasons::WRITES);
-        assert!(miss.problem.contains("/repo/out.json"));
+        assert_eq!(miss.problem, Problem::Wrote { files: vec!["/repo/out.json".into()] });
     }
 
     #[test]

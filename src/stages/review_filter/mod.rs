@@ -31,7 +31,7 @@ use crate::errors::ConfigError;
 use crate::llm::client::Llm;
 use crate::llm::confidence::choice_probability;
 use crate::llm::json::{ObjectError, extract_object};
-use crate::llm::prompt::Template;
+use crate::llm::prompt::{Template, TextSpec, Texts, template_part};
 use crate::llm::{LlmError, LlmSpec, Message, Usage};
 use crate::record::{PullRequest, ReviewComment};
 
@@ -91,6 +91,8 @@ const TOP_LOGPROBS: u8 = 10;
 pub struct Filter {
     pub llm: Arc<Llm>,
     template: Template,
+    /// The prompt file's texts: what the model is told after an answer that is not a verdict.
+    texts: Texts,
     /// SHA-256 of the prompt file: a calibration is valid for this prompt only.
     pub prompt_sha256: String,
     /// Facts of the PR decide before the wording (`Config::pr_facts`).
@@ -208,6 +210,10 @@ fn loose_object(text: &str) -> Option<serde_json::Value> {
     }))
 }
 
+/// The texts the prompt file must hold after its template: the request after an answer that is
+/// not a verdict, with why (`error`).
+const TEXTS: &[TextSpec] = &[("retry", &["error"])];
+
 /// Why a model's answer is not a verdict; told to the model when it gets another try.
 #[derive(Debug, thiserror::Error)]
 enum VerdictError {
@@ -269,13 +275,16 @@ fn keep_probability(answer: &crate::llm::Answer) -> Option<f64> {
 impl Filter {
     pub fn build(ctx: &StageContext, config: &Config) -> Result<Filter, ConfigError> {
         let template = ctx.template("prompt", &config.prompt, &PLACEHOLDERS)?;
-        let prompt = std::fs::read(ctx.dir.join(&config.prompt))
+        let texts = ctx.texts("prompt", &config.prompt, TEXTS)?;
+        let prompt = std::fs::read_to_string(ctx.dir.join(&config.prompt))
             .map_err(|e| ConfigError::new("prompt", e.to_string()))?;
-        let prompt_sha256 = hex::encode(sha2::Sha256::digest(&prompt));
+        // The calibration reads the first answer's confidence, which the texts for a second try
+        // never touch: it is tied to the template alone.
+        let prompt_sha256 = hex::encode(sha2::Sha256::digest(template_part(&prompt)));
         let settings = ctx.llm.merged(&config.llm).settings();
         let llm =
             Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("llm", e.to_string()))?;
-        Ok(Filter { llm: Arc::new(llm), template, prompt_sha256, pr_facts: config.pr_facts })
+        Ok(Filter { llm: Arc::new(llm), template, texts, prompt_sha256, pr_facts: config.pr_facts })
     }
 
     /// The rule that drops the comment before the model is asked, if one does.
@@ -319,9 +328,8 @@ impl Filter {
                 }
                 Err(e) if attempt == 0 => {
                     messages.push(Message::assistant(answer.text));
-                    messages.push(Message::user(format!(
-                        "That answer could not be used: {e}. Reply with only the JSON object, nothing else."
-                    )));
+                    let error = BTreeMap::from([("error", e.to_string())]);
+                    messages.push(Message::user(self.texts.render("retry", &error)));
                     last_error = e.to_string();
                 }
                 Err(e) => last_error = e.to_string(),

@@ -34,6 +34,7 @@ use crate::llm::LlmSpec;
 use crate::llm::client::Llm;
 use crate::llm::prompt::Template;
 use crate::synthesis::judge::{Judged, PROJECT_TEST, in_tree_path};
+use crate::synthesis::oracle;
 use crate::synthesis::project;
 use crate::synthesis::source::test_kind;
 use writer::{Comment, Prompts, Settings, Writer, Written};
@@ -172,6 +173,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     }
     let prompt = ctx.template("prompt", &config.prompt, &PLACEHOLDERS)?;
     let feedback = ctx.template("feedback_prompt", &config.feedback_prompt, &FEEDBACK_PLACEHOLDERS)?;
+    let texts = ctx.texts("feedback_prompt", &config.feedback_prompt, oracle::TEXTS)?;
     let observed_choice = observed_choice(ctx, &config)?;
     let settings = ctx.llm.merged(&config.llm).settings();
     let llm =
@@ -179,7 +181,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     let fingerprint = llm.settings.fingerprint();
     let stage = adapt(Synthesis(Writer {
         llm,
-        prompts: Prompts { prompt, feedback, observed_choice },
+        prompts: Prompts { prompt, feedback, texts, observed_choice },
         mirrors: ctx.mirrors.clone(),
         docker: ctx.docker.clone(),
         settings: Settings {
@@ -384,6 +386,7 @@ mod tests {
     use super::*;
     use crate::engine::item::Item;
     use crate::exec::hosts::Hosts;
+    use crate::llm::prompt::Texts;
     use crate::repo::Mirrors;
 
     #[tokio::test]
@@ -404,6 +407,11 @@ mod tests {
             prompts: Prompts {
                 prompt: template("[user]\n{{comment}}", &PLACEHOLDERS),
                 feedback: template("[user]\n{{problem}}", &FEEDBACK_PLACEHOLDERS),
+                texts: Texts::parse(
+                    include_str!("../../../prompts/test_synthesis_feedback.md"),
+                    oracle::TEXTS,
+                )
+                .unwrap(),
                 observed_choice: None,
             },
             mirrors: Arc::new(Mirrors::new(&url, dir.path(), &dir.path().join("cache"))),

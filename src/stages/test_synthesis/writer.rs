@@ -22,7 +22,7 @@ use crate::exec::hosts::Hosts;
 use crate::exec::testrun::TestRun;
 use crate::llm::Message;
 use crate::llm::client::Llm;
-use crate::llm::prompt::Template;
+use crate::llm::prompt::{Template, Texts};
 use crate::record::{PullRequest, ReviewComment};
 use crate::repo::Mirrors;
 use crate::stages::contract;
@@ -32,7 +32,7 @@ use crate::synthesis::facts::{self, MAX_SIGNATURES};
 use crate::synthesis::judge::{Images, Judge, JudgeError, Judged, Trees, verdict_name};
 use crate::synthesis::mend::Mending;
 use crate::synthesis::observed;
-use crate::synthesis::oracle::{Miss, for_feedback, reasons};
+use crate::synthesis::oracle::{Miss, Problem, for_feedback, reasons};
 use crate::synthesis::project;
 use crate::synthesis::relevance;
 
@@ -65,6 +65,8 @@ pub struct Prompts {
     pub prompt: Template,
     /// The message that sends a miss back to the model.
     pub feedback: Template,
+    /// What each miss is called in that message (the feedback prompt's `[text KEY]` parts).
+    pub texts: Texts,
     /// The numbered choice among the probe's observed calls, when the writer asks it.
     pub observed_choice: Option<Template>,
 }
@@ -294,14 +296,14 @@ impl Writer {
             None => ("not run".into(), String::new(), "not run".into(), String::new()),
         };
         let values = BTreeMap::from([
-            ("problem", miss.problem.clone()),
+            ("problem", miss.problem.text(&self.prompts.texts)),
             ("reviewed_verdict", rv),
             ("reviewed_output", ro),
             ("fixed_verdict", fv),
             ("fixed_output", fo),
         ]);
         let mut rendered = self.prompts.feedback.render(&values);
-        rendered.pop().unwrap_or_else(|| Message::user(miss.problem.clone()))
+        rendered.pop().unwrap_or_else(|| Message::user(miss.problem.text(&self.prompts.texts)))
     }
 
     /// The comment's test: the first candidate accepted, from the project's tests, the model's
@@ -335,6 +337,7 @@ impl Writer {
             repeats: self.settings.repeats,
             timeout: self.settings.timeout,
             in_tree: work.test_dir.as_deref(),
+            texts: &self.prompts.texts,
         };
         let file = test_file_name(id);
         let mut history = Vec::new();
@@ -396,7 +399,7 @@ impl Writer {
         if let Some(chosen) = chosen {
             j.record["chosen"] = chosen;
         }
-        j.settle();
+        j.settle(&self.prompts.texts);
         history.push(j.record.clone());
         Ok(j.outcome.is_ok().then(|| Written::Test {
             file: file.to_string(),
@@ -582,7 +585,7 @@ impl Writer {
             }
             for j in &mut judged {
                 j.record["attempt"] = json!(attempt);
-                j.settle();
+                j.settle(&self.prompts.texts);
                 history.push(j.record.clone());
             }
             if let Some(at) = judged.iter().position(|j| j.outcome.is_ok()) {
@@ -627,8 +630,7 @@ impl Writer {
             }
             let extra = self.candidate(asked, attempt, k, meter).await?;
             let mut j = if repeats(&extra.text, answers, mend) {
-                let miss =
-                    Miss { reason: reasons::REPEAT, problem: "the same answer as an earlier one.".into() };
+                let miss = Miss::new(reasons::REPEAT, Problem::Repeat);
                 Judged::unrun(json!({"answer": extra.text}), miss)
             } else {
                 judge_answer(judge, file, &extra, mend).await?
@@ -728,7 +730,7 @@ async fn judge_answer(
             Ok(judge.file(file, code).await?)
         }
         Err(why) => {
-            let miss = Miss { reason: reasons::UNPARSEABLE, problem: format!("{why}.") };
+            let miss = Miss::new(reasons::UNPARSEABLE, Problem::NotATest(why));
             Ok(Judged::unrun(json!({"answer": answer.text}), miss))
         }
     }
