@@ -64,6 +64,23 @@ struct Record {
     seconds: [Option<f64>; 3],
 }
 
+/// What is stored when the probe did not run: no differences, and why.
+#[derive(Serialize)]
+struct Skipped {
+    #[serde(flatten)]
+    observed: contract::Observed,
+    skipped: String,
+}
+
+impl Skipped {
+    fn stored(why: impl Into<String>) -> Result<Value, TaskError> {
+        let record =
+            Skipped { observed: contract::Observed { differences: Vec::new() }, skipped: why.into() };
+        serde_json::to_value(record)
+            .map_err(|e| TaskError::infra(format!("cannot store a skipped probe: {e}")))
+    }
+}
+
 struct Behaviour {
     mirrors: Arc<Mirrors>,
     docker: Arc<Hosts>,
@@ -155,7 +172,7 @@ impl Behaviour {
         let environment: contract::Environment = contract::upstream(input)?;
         let attribution: Option<contract::Attribution> = contract::upstream_if_any(input)?;
         let (Some(after), true) = (context.file_after.as_deref(), context.path.ends_with(".py")) else {
-            return Ok(json!({"differences": [], "skipped": "not a Python file on both sides"}));
+            return Skipped::stored("not a Python file on both sides");
         };
         let Some(fixed_commit) = pr.fixed_commit.clone() else {
             return Err(TaskError::reject("the PR has no fixed commit"));
@@ -180,8 +197,7 @@ impl Behaviour {
         let fixed_image = match fixed_image(docker, &environment, &reviewed, &fixed).await? {
             Ok(image) => image,
             Err(unbuilt) => {
-                let skipped = format!("the fixed commit does not build: {unbuilt}");
-                return Ok(json!({"differences": [], "skipped": skipped}));
+                return Skipped::stored(format!("the fixed commit does not build: {unbuilt}"));
             }
         };
         let on_fixed = probe::run(docker, &fixed_image, &fixed, &request).await?;
