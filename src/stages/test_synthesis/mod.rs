@@ -160,6 +160,37 @@ fn observed_choice(ctx: &StageContext, config: &Config) -> Result<Option<Templat
         None => Ok(None),
     }
 }
+
+/// The stage's version, bumped whenever what it does changes (so earlier results are not reused).
+/// 2: an import error on both sides is judged a broken import. 3: a cut-off answer with no
+/// complete test is told so. 4: facts in the prompt (signatures, the tests' imports, the PR's
+/// description); importing the project's tests is a miss; with an attribution upstream, the
+/// relevance gate. 5: an answer that repeats an earlier one is sampled again. 6: floats at full
+/// precision in the fed-back output are cut (measurements made every run differ). 7: pytest
+/// plugins' state directories (.benchmarks, .hypothesis) are not writes of the test. 8: the
+/// partial revert. 9: observed behaviour in the prompt. 10: a missing `import pytest` is added;
+/// candidates; the probe's test for an observed call last (`from_observed`). 11: the project's
+/// tests first (`from_project_tests`); a missed test with several checks judged one at a time.
+/// 12: an answer with an earlier answer's code is a repeat; a function whose set-up failed on
+/// the fixed side is not split. 13: the fix's diff of the commented file cut to 120 lines, the
+/// hunks nearest the comment kept. 14: one of the project's tests that calls what the comment
+/// is about, as a template (`project_example`, where the prompt has it). 15: with
+/// `mend_imports`, unused imports of the project's tests out, forgotten project imports in.
+/// 16: with `observed_choice`, the model's numbered choice among the probe's checks. 17: a
+/// helper imported on two lines is still unused; a name the project's tests import from one
+/// module on several lines is put in (the shortest line). 18: with `project_fixtures`, tests
+/// run among the project's tests, its conftest fixtures listed in the prompt. 19: for a comment
+/// on a test file, `mend_imports` also puts in how the project's tests import its package.
+/// 20: a signature spread over lines, changed alone, is reached at its `def` line (its other
+/// lines never run); the fixed side of a compiled project runs in an image with its build; with
+/// `mend_imports`, an answer whose mended test is an earlier one's is a repeat. 21: with
+/// `mend_imports` and `project_fixtures`, a do-nothing stand-in of a conftest fixture is left
+/// out; with `mend_imports`, a standard module used and not imported is put in. 22: so is the
+/// project's own top-level package, and a name the project's tests import from a helper module.
+/// 23: a change whose lines all run at import (a module-level constant over lines) is judged by
+/// the partial revert alone, since no trace names such lines.
+const VERSION: u32 = 23;
+
 pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
     let config: Config = parse_config(config)?;
     if config.max_attempts == 0 {
@@ -200,33 +231,6 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
             expect_from_fixed: config.expect_from_fixed,
         },
     }));
-    // 2: an import error on both sides is judged a broken import. 3: a cut-off answer with no
-    // complete test is told so. 4: facts in the prompt (signatures, the tests' imports, the PR's
-    // description); importing the project's tests is a miss; with an attribution upstream, the
-    // relevance gate. 5: an answer that repeats an earlier one is sampled again. 6: floats at full
-    // precision in the fed-back output are cut (measurements made every run differ). 7: pytest
-    // plugins' state directories (.benchmarks, .hypothesis) are not writes of the test. 8: the
-    // partial revert. 9: observed behaviour in the prompt. 10: a missing `import pytest` is added;
-    // candidates; the probe's test for an observed call last (`from_observed`). 11: the project's
-    // tests first (`from_project_tests`); a missed test with several checks judged one at a time.
-    // 12: an answer with an earlier answer's code is a repeat; a function whose set-up failed on
-    // the fixed side is not split. 13: the fix's diff of the commented file cut to 120 lines, the
-    // hunks nearest the comment kept. 14: one of the project's tests that calls what the comment
-    // is about, as a template (`project_example`, where the prompt has it). 15: with
-    // `mend_imports`, unused imports of the project's tests out, forgotten project imports in.
-    // 16: with `observed_choice`, the model's numbered choice among the probe's checks. 17: a
-    // helper imported on two lines is still unused; a name the project's tests import from one
-    // module on several lines is put in (the shortest line). 18: with `project_fixtures`, tests
-    // run among the project's tests, its conftest fixtures listed in the prompt. 19: for a comment
-    // on a test file, `mend_imports` also puts in how the project's tests import its package.
-    // 20: a signature spread over lines, changed alone, is reached at its `def` line (its other
-    // lines never run); the fixed side of a compiled project runs in an image with its build; with
-    // `mend_imports`, an answer whose mended test is an earlier one's is a repeat. 21: with
-    // `mend_imports` and `project_fixtures`, a do-nothing stand-in of a conftest fixture is left
-    // out; with `mend_imports`, a standard module used and not imported is put in. 22: so is the
-    // project's own top-level package, and a name the project's tests import from a helper module.
-    // 23: a change whose lines all run at import (a module-level constant over lines) is judged by
-    // the partial revert alone, since no trace names such lines.
     Ok(StageDef {
         side_effects: true,
         files: [&config.prompt, &config.feedback_prompt]
@@ -242,7 +246,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
             .into_iter()
             .chain(config.from_project_tests.then_some(contract::ProjectTests::NAME))
             .collect(),
-        ..StageDef::new(stage, 23, Scope::Comment, Resource::Llm)
+        ..StageDef::new(stage, VERSION, Scope::Comment, Resource::Llm)
     })
 }
 fn comment(input: &TaskInput) -> Result<Comment, TaskError> {
