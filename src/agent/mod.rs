@@ -27,6 +27,7 @@ use crate::context::StageContext;
 use crate::engine::stage::{Meter, TaskError};
 use crate::errors::ConfigError;
 use crate::llm::LlmSpec;
+use crate::llm::prompt::Texts;
 
 /// One review comment for the agent to address.
 #[derive(Debug, Clone, Serialize)]
@@ -197,6 +198,19 @@ pub struct BuiltAgent {
 }
 
 impl AgentConfig {
+    /// The agent's task prompt file, which also holds the texts a stage adds to the task
+    /// (`[text tested]`: [`tested::TEXTS`]).
+    pub fn prompt(&self) -> &Path {
+        match self {
+            AgentConfig::Builtin { prompt, .. } | AgentConfig::Command { prompt, .. } => prompt,
+        }
+    }
+
+    /// With `tested_code` on, the texts of [`tested::retarget`] from the agent's prompt file.
+    pub fn tested_texts(&self, ctx: &StageContext, tested_code: bool) -> Result<Option<Texts>, ConfigError> {
+        tested_code.then(|| ctx.texts("agent.prompt", self.prompt(), tested::TEXTS)).transpose()
+    }
+
     pub fn build(&self, ctx: &StageContext) -> Result<BuiltAgent, ConfigError> {
         match self {
             AgentConfig::Builtin {

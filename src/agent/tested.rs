@@ -4,11 +4,17 @@
 //! the hidden test then replaces. [`retarget`] moves such a note to the definition, in the PR's
 //! changed code, that the commented test calls first, and quotes the test in the note.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::rewrite;
 use super::{AgentTask, ReviewNote};
+use crate::llm::prompt::{TextSpec, Texts};
 use crate::synthesis::project::{changed_paths, is_test_side};
+
+/// The text the agent's prompt file must hold for a moved note: the comment, where it was, and
+/// the test quoted.
+pub const TEXTS: &[TextSpec] = &[("tested", &["comment", "path", "line", "test"])];
 
 /// A definition of the PR's code: its file and its `def` line (from 1).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,7 +75,8 @@ pub fn code_under_test(test: &str, sources: &[(String, String)]) -> Option<Defin
 /// calls: the definition in the PR's changed non-test Python files under `root` (the reviewed
 /// tree) that it calls first, with the test quoted in the note. A note whose test calls none of
 /// them, or that is not on a test, is kept as it is.
-pub fn retarget(task: &AgentTask, patch: &str, root: &Path) -> AgentTask {
+/// The moved note says so in the words of `texts` (the agent prompt's `[text tested]`).
+pub fn retarget(task: &AgentTask, patch: &str, root: &Path, texts: &Texts) -> AgentTask {
     let sources: Vec<(String, String)> = changed_paths(patch)
         .into_iter()
         .filter(|p| p.ends_with(".py") && !is_test_side(p) && crate::record::check_repo_path(p).is_ok())
@@ -94,10 +101,14 @@ pub fn retarget(task: &AgentTask, patch: &str, root: &Path) -> AgentTask {
         out.review.push(ReviewNote {
             path: Some(definition.path.clone()),
             line: Some(definition.line as u64),
-            body: format!(
-                "{}\n\n(The comment is on this test, {path} line {line}; the code below is what it tests.)\n```python\n{}\n```",
-                note.body.trim(),
-                rewrite::dedent(&test)
+            body: texts.render(
+                "tested",
+                &BTreeMap::from([
+                    ("comment", note.body.trim().to_string()),
+                    ("path", path.clone()),
+                    ("line", line.to_string()),
+                    ("test", rewrite::dedent(&test)),
+                ]),
             ),
         });
         // The code's part of the patch, for what the PR changed in it.
@@ -164,7 +175,8 @@ mod tests {
             }],
             files: vec![("tests/test_url.py".into(), test_file.clone())],
         };
-        let moved = retarget(&task, patch, root.path());
+        let texts = Texts::parse(include_str!("../../prompts/agent_rewrite_real.md"), TEXTS).unwrap();
+        let moved = retarget(&task, patch, root.path(), &texts);
         assert_eq!(moved.review.len(), 1);
         let note = &moved.review[0];
         assert_eq!((note.path.as_deref(), note.line), (Some("w3lib/url.py"), Some(4)));
@@ -180,7 +192,7 @@ mod tests {
             files: vec![("w3lib/url.py".into(), url.into())],
             ..task
         };
-        let kept = retarget(&on_code, patch, root.path());
+        let kept = retarget(&on_code, patch, root.path(), &texts);
         assert_eq!(kept.review[0].path.as_deref(), Some("w3lib/url.py"));
         assert_eq!(kept.review[0].line, Some(5), "a note on the code stays where it is");
     }

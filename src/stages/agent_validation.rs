@@ -28,6 +28,7 @@ use crate::environment::tree_image::{self, TreeImageError};
 use crate::errors::ConfigError;
 use crate::exec::hosts::Hosts;
 use crate::exec::testrun::{NodeOutcome, Target, Verdict, project_outcomes, run_target};
+use crate::llm::prompt::Texts;
 use crate::record::PullRequest;
 use crate::repo::Mirrors;
 use crate::repo::workspace::{history_free_copy, write_files};
@@ -81,7 +82,8 @@ struct Validation {
     attempts: u32,
     timeout: Duration,
     regression_check: bool,
-    tested_code: bool,
+    /// With `tested_code`: the words of a note moved to the code a commented test calls.
+    tested: Option<Texts>,
 }
 
 pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
@@ -90,6 +92,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         return Err(ConfigError::new("attempts", "must be at least 1"));
     }
     let built = config.agent.build(ctx)?;
+    let tested = config.agent.tested_texts(ctx, config.tested_code)?;
     let stage = adapt(Validation {
         agent: built.agent,
         mirrors: ctx.mirrors.clone(),
@@ -97,7 +100,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         attempts: config.attempts,
         timeout: Duration::from_secs(config.timeout_secs),
         regression_check: config.regression_check,
-        tested_code: config.tested_code,
+        tested,
     });
     // 2: the built-in agent also reads unified diffs and whole files.
     Ok(StageDef {
@@ -278,10 +281,9 @@ impl Validation {
             tempfile::tempdir().map_err(|e| TaskError::infra(format!("no temporary directory: {e}")))?;
         let copy = work.path().join("repo");
         history_free_copy(self.mirrors.clone(), &i.pr.repo, &i.pr.head_commit, &copy).await?;
-        let task = if self.tested_code {
-            tested::retarget(&i.task, i.pr.patch.as_deref().unwrap_or_default(), &copy)
-        } else {
-            i.task.clone()
+        let task = match &self.tested {
+            Some(texts) => tested::retarget(&i.task, i.pr.patch.as_deref().unwrap_or_default(), &copy, texts),
+            None => i.task.clone(),
         };
         let revision = self.agent.revise(&task, &copy, attempt, meter).await?;
         let Revision { diff: patch, transcript } = revision;

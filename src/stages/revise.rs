@@ -17,6 +17,7 @@ use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
+use crate::llm::prompt::Texts;
 use crate::repo::Mirrors;
 use crate::repo::workspace::history_free_copy;
 
@@ -33,12 +34,14 @@ struct Config {
 struct Revise {
     agent: Arc<dyn Agent>,
     mirrors: Arc<Mirrors>,
-    tested_code: bool,
+    /// With `tested_code`: the words of a note moved to the code a commented test calls.
+    tested: Option<Texts>,
 }
 
 pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigError> {
     let config: Config = parse_config(config)?;
     let built = config.agent.build(ctx)?;
+    let tested = config.agent.tested_texts(ctx, config.tested_code)?;
     // 2: the built-in agent also reads unified diffs and whole files.
     Ok(StageDef {
         side_effects: true,
@@ -49,11 +52,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         provides: Some(Revision::NAME),
         requires: vec![contract::Review::NAME],
         ..StageDef::new(
-            adapt(Revise {
-                agent: built.agent,
-                mirrors: ctx.mirrors.clone(),
-                tested_code: config.tested_code,
-            }),
+            adapt(Revise { agent: built.agent, mirrors: ctx.mirrors.clone(), tested }),
             2,
             Scope::Pr,
             Resource::Llm,
@@ -113,9 +112,9 @@ impl AsyncStage for Revise {
                 .collect(),
             files: shown,
         };
-        let task = match self.tested_code {
-            true => tested::retarget(&task, pr.patch.as_deref().unwrap_or_default(), &copy),
-            false => task,
+        let task = match &self.tested {
+            Some(texts) => tested::retarget(&task, pr.patch.as_deref().unwrap_or_default(), &copy, texts),
+            None => task,
         };
         let agent = self.agent.revise(&task, &copy, 1, &input.meter).await?;
         revision(review.comments.len(), agent.diff, agent.transcript)

@@ -211,10 +211,19 @@ fn loose_object(text: &str) -> Option<serde_json::Value> {
 }
 
 /// The texts the prompt file must hold after its template: the request after an answer that is
-/// not a verdict, with why (`error`).
-const TEXTS: &[TextSpec] = &[("retry", &["error"])];
+/// not a verdict, with why (`error`: one of the others).
+const TEXTS: &[TextSpec] = &[
+    ("retry", &["error"]),
+    ("no object", &[]),
+    ("invalid object", &[]),
+    ("not a verdict", &["error"]),
+    ("not keep or drop", &["given"]),
+    ("unknown category", &["categories", "given"]),
+    ("no category", &[]),
+];
 
-/// Why a model's answer is not a verdict; told to the model when it gets another try.
+/// Why a model's answer is not a verdict: stored in these words; the model gets another try in
+/// the prompt file's ([`VerdictError::text`]).
 #[derive(Debug, thiserror::Error)]
 enum VerdictError {
     #[error(transparent)]
@@ -227,6 +236,25 @@ enum VerdictError {
     UnknownCategory { given: String },
     #[error("a kept comment needs a `category`")]
     NoCategory,
+}
+
+impl VerdictError {
+    /// What the model is told of it, in the prompt file's `texts`.
+    fn text(&self, texts: &Texts) -> String {
+        let with = |key: &str, values: &[(&'static str, String)]| {
+            texts.render(key, &values.iter().cloned().collect::<BTreeMap<_, _>>())
+        };
+        match self {
+            VerdictError::NoObject(ObjectError::Absent) => texts.get("no object"),
+            VerdictError::NoObject(ObjectError::Invalid) => texts.get("invalid object"),
+            VerdictError::NotAVerdict(e) => with("not a verdict", &[("error", e.to_string())]),
+            VerdictError::NotKeepOrDrop(given) => with("not keep or drop", &[("given", given.clone())]),
+            VerdictError::UnknownCategory { given } => {
+                with("unknown category", &[("categories", CATEGORIES.join(", ")), ("given", given.clone())])
+            }
+            VerdictError::NoCategory => texts.get("no category"),
+        }
+    }
 }
 
 fn parse_verdict(text: &str) -> Result<Verdict, VerdictError> {
@@ -328,7 +356,7 @@ impl Filter {
                 }
                 Err(e) if attempt == 0 => {
                     messages.push(Message::assistant(answer.text));
-                    let error = BTreeMap::from([("error", e.to_string())]);
+                    let error = BTreeMap::from([("error", e.text(&self.texts))]);
                     messages.push(Message::user(self.texts.render("retry", &error)));
                     last_error = e.to_string();
                 }
@@ -432,6 +460,24 @@ impl Stage for ReviewFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_the_model_is_told_of_an_answer_that_is_no_verdict_is_the_prompt_files() {
+        let texts = Texts::parse(include_str!("../../../prompts/review_filter.md"), TEXTS).unwrap();
+        // The model reads the same words a person reads in the store.
+        for answer in
+            ["no json here", "{\"verdict\": \"maybe\"}", "{\"verdict\": \"keep\", \"category\": \"style\"}"]
+        {
+            let e = parse_verdict(answer).unwrap_err();
+            assert_eq!(e.text(&texts), e.to_string(), "{answer}");
+        }
+        let e = parse_verdict("{\"verdict\": \"keep\"}").unwrap_err();
+        let retry = texts.render("retry", &BTreeMap::from([("error", e.text(&texts))]));
+        assert_eq!(
+            retry,
+            "That answer could not be used: a kept comment needs a `category`. Reply with only the JSON object, nothing else."
+        );
+    }
 
     #[test]
     fn verdicts_are_read_tolerantly_and_checked() {
