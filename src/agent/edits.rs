@@ -18,7 +18,6 @@
 //! its context and added lines the replacement, so wrong line numbers do not matter), or as a whole
 //! file in one complete code block that replaces a file the model was shown.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::llm::prompt::{TextSpec, Texts};
@@ -72,9 +71,7 @@ pub const TEXTS: &[TextSpec] = &[
 impl EditError {
     /// Its text in the feedback prompt's `texts`.
     pub fn text(&self, texts: &Texts) -> String {
-        let with = |key: &str, values: &[(&'static str, String)]| {
-            texts.render(key, &values.iter().cloned().collect::<BTreeMap<_, _>>())
-        };
+        let with = |key: &str, values: &[(&str, String)]| texts.with(key, values);
         let path = |key: &str, path: &String| with(key, &[("path", path.clone())]);
         match self {
             EditError::Incomplete { block } => with(

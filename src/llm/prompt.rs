@@ -143,6 +143,11 @@ impl Texts {
         self.0.get(key).map(|t| Template::fill(t, values)).unwrap_or_default()
     }
 
+    /// The text `key` with the placeholders `values` names filled.
+    pub fn with(&self, key: &str, values: &[(&str, String)]) -> String {
+        self.render(key, &values.iter().cloned().collect())
+    }
+
     /// The text `key`, which has no placeholders.
     pub fn get(&self, key: &str) -> String {
         self.render(key, &BTreeMap::new())

@@ -4,8 +4,6 @@
 //! an import of a name the fix adds) and pass on the fixed commit, without writing into the project.
 //! Anything else is a miss, with a short reason for the funnel and a longer one for the model.
 
-use std::collections::BTreeMap;
-
 use crate::exec::testrun::{TestRun, Verdict};
 use crate::llm::prompt::{TextSpec, Texts};
 use crate::synthesis::answer::{self, NotATest};
@@ -111,9 +109,7 @@ impl Problem {
     pub fn text(&self, texts: &Texts) -> String {
         use Problem::*;
         let plain = |key: &str| texts.get(key);
-        let with = |key: &str, values: &[(&'static str, String)]| {
-            texts.render(key, &values.iter().cloned().collect::<BTreeMap<_, _>>())
-        };
+        let with = |key: &str, values: &[(&str, String)]| texts.with(key, values);
         let irrelevant =
             |why: String, lines: &str| with("not the change", &[("why", why), ("lines", lines.into())]);
         match self {

@@ -241,9 +241,7 @@ enum VerdictError {
 impl VerdictError {
     /// What the model is told of it, in the prompt file's `texts`.
     fn text(&self, texts: &Texts) -> String {
-        let with = |key: &str, values: &[(&'static str, String)]| {
-            texts.render(key, &values.iter().cloned().collect::<BTreeMap<_, _>>())
-        };
+        let with = |key: &str, values: &[(&str, String)]| texts.with(key, values);
         match self {
             VerdictError::NoObject(ObjectError::Absent) => texts.get("no object"),
             VerdictError::NoObject(ObjectError::Invalid) => texts.get("invalid object"),
