@@ -2,7 +2,10 @@
 //! PR (w3lib 174: "this test of a user without a password has an empty password"), the change that
 //! answers it is in the code under test, so an agent shown only the test rewrites the test, which
 //! the hidden test then replaces. [`retarget`] moves such a note to the definition, in the PR's
-//! changed code, that the commented test calls first, and quotes the test in the note.
+//! changed code, that the commented test calls first, and quotes the test in the note. A comment
+//! on a test's data, which calls nothing (pycodestyle 847: a case in `testsuite/E22.py` that the
+//! suite's runner checks), is moved to the PR's own change in its code that shares most words
+//! with the comment: the PR's cases check what the PR changed.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -14,7 +17,8 @@ use crate::synthesis::project::{changed_paths, is_test_side};
 
 /// The text the agent's prompt file must hold for a moved note: the comment, where it was, and
 /// the test quoted.
-pub const TEXTS: &[TextSpec] = &[("tested", &["comment", "path", "line", "test"])];
+pub const TEXTS: &[TextSpec] =
+    &[("tested", &["comment", "path", "line", "test"]), ("case", &["comment", "path", "line", "test"])];
 
 /// A definition of the PR's code: its file and its `def` line (from 1).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,11 +75,42 @@ pub fn code_under_test(test: &str, sources: &[(String, String)]) -> Option<Defin
     })
 }
 
+/// Where the PR changed its code (`sources`: path and text) in the way that shares most words with
+/// `comment`: the first added line of that hunk of `patch`; the first such hunk on a tie, none
+/// when the PR adds no line to them.
+pub fn changed_place(comment: &str, patch: &str, sources: &[(String, String)]) -> Option<Definition> {
+    let words: Vec<String> = comment
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| w.len() > 1)
+        .map(str::to_lowercase)
+        .collect();
+    let shared = |text: &str| {
+        let said: Vec<String> =
+            text.split(|c: char| !c.is_alphanumeric() && c != '_').map(str::to_lowercase).collect();
+        words.iter().filter(|w| said.contains(w)).count()
+    };
+    let mut best: Option<(usize, Definition)> = None;
+    for hunk in crate::repo::hunks::parse(patch) {
+        let Some(path) = hunk.new_path.as_deref().filter(|p| sources.iter().any(|(s, _)| s == p)) else {
+            continue;
+        };
+        let Some((first, _)) = hunk.added.first() else { continue };
+        let added: String = hunk.added.iter().map(|(_, l)| format!("{l}\n")).collect();
+        let score = shared(&added);
+        if best.as_ref().is_none_or(|(b, _)| score > *b) {
+            best = Some((score, Definition { path: path.to_string(), line: *first as usize }));
+        }
+    }
+    best.map(|(_, d)| d)
+}
+
 /// `task` with each note on a test module of the PR moved to the code that the commented test
 /// calls: the definition in the PR's changed non-test Python files under `root` (the reviewed
-/// tree) that it calls first, with the test quoted in the note. A note whose test calls none of
-/// them, or that is not on a test, is kept as it is.
-/// The moved note says so in the words of `texts` (the agent prompt's `[text tested]`).
+/// tree) that it calls first, with the test quoted in the note; a note on lines that call none of
+/// them (a test's data) goes to the PR's change in them nearest the comment in words
+/// ([`changed_place`]). A note that is not on a test, or with nowhere to go, is kept as it is.
+/// The moved note says so in the words of `texts` (the agent prompt's `[text tested]`, or
+/// `[text case]` for data).
 pub fn retarget(task: &AgentTask, patch: &str, root: &Path, texts: &Texts) -> AgentTask {
     let sources: Vec<(String, String)> = changed_paths(patch)
         .into_iter()
@@ -88,12 +123,15 @@ pub fn retarget(task: &AgentTask, patch: &str, root: &Path, texts: &Texts) -> Ag
             (Some(path), Some(line)) if is_test_side(path) => {
                 task.files.iter().find(|(p, _)| p == path).and_then(|(_, text)| {
                     let test = rewrite::cut(text, rewrite::region(text, line as usize));
-                    code_under_test(&test, &sources).map(|d| (d, test))
+                    match code_under_test(&test, &sources) {
+                        Some(d) => Some((d, test, "tested")),
+                        None => changed_place(&note.body, patch, &sources).map(|d| (d, test, "case")),
+                    }
                 })
             }
             _ => None,
         };
-        let Some((definition, test)) = moved else {
+        let Some((definition, test, said)) = moved else {
             out.review.push(note.clone());
             continue;
         };
@@ -102,7 +140,7 @@ pub fn retarget(task: &AgentTask, patch: &str, root: &Path, texts: &Texts) -> Ag
             path: Some(definition.path.clone()),
             line: Some(definition.line as u64),
             body: texts.render(
-                "tested",
+                said,
                 &BTreeMap::from([
                     ("comment", note.body.trim().to_string()),
                     ("path", path.clone()),
@@ -195,5 +233,45 @@ mod tests {
         let kept = retarget(&on_code, patch, root.path(), &texts);
         assert_eq!(kept.review[0].path.as_deref(), Some("w3lib/url.py"));
         assert_eq!(kept.review[0].line, Some(5), "a note on the code stays where it is");
+    }
+
+    #[test]
+    fn a_note_on_a_tests_data_goes_to_the_prs_change_nearest_in_words() {
+        // pycodestyle 847: the cases in testsuite/E22.py call nothing; the PR added `and`, `or`
+        // to the operators that need spaces, and a docstring example elsewhere.
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("testsuite")).unwrap();
+        let code = "import re\n\nOPS = frozenset([\n    '==', '=',\n    'and', 'or'])\n\n\ndef check(line):\n    \"\"\"E225: z = 1and 1\"\"\"\n    return OPS\n";
+        std::fs::write(root.path().join("pep.py"), code).unwrap();
+        let cases = "#: E225\ni=i+ 1\n#: E225\nz = 1and 1\n";
+        let patch = "diff --git a/pep.py b/pep.py\n--- a/pep.py\n+++ b/pep.py\n@@ -3,3 +3,3 @@\n OPS = frozenset([\n-    '==', '='])\n+    '==', '=',\n+    'and', 'or'])\n@@ -8,2 +8,2 @@\n def check(line):\n-    \"\"\"E225: z = 1\"\"\"\n+    \"\"\"E225: z = 1and 1\"\"\"\n diff --git a/testsuite/E22.py b/testsuite/E22.py\n--- a/testsuite/E22.py\n+++ b/testsuite/E22.py\n@@ -1,2 +1,4 @@\n #: E225\n i=i+ 1\n+#: E225\n+z = 1and 1\n";
+        let body = "More operators need the same check: is, in and not in, as in 1is 1 or 1in [].";
+        let task = AgentTask {
+            pr_title: "t".into(),
+            patch: String::new(),
+            review: vec![ReviewNote {
+                path: Some("testsuite/E22.py".into()),
+                line: Some(4),
+                body: body.into(),
+            }],
+            files: vec![("testsuite/E22.py".into(), cases.into())],
+        };
+        let texts = Texts::parse(include_str!("../../prompts/agent_rewrite_real.md"), TEXTS).unwrap();
+        let moved = retarget(&task, patch, root.path(), &texts);
+        let note = &moved.review[0];
+        // The operators' hunk shares `and` and `or` with the comment, the docstring's nothing.
+        assert_eq!((note.path.as_deref(), note.line), (Some("pep.py"), Some(4)));
+        assert!(
+            note.body.starts_with(&format!("{body}\n\n(The comment is on testsuite/E22.py line 4,")),
+            "{}",
+            note.body
+        );
+        assert!(note.body.contains("z = 1and 1"), "the case is quoted: {}", note.body);
+        assert!(moved.files.iter().any(|(p, _)| p == "pep.py"), "the code is shown");
+        // A comment sharing more words with the docstring's hunk goes there.
+        let sources = vec![("pep.py".to_string(), code.to_string())];
+        let at = changed_place("the E225 example of check should read z = 1and 1", patch, &sources);
+        assert_eq!(at, Some(Definition { path: "pep.py".into(), line: 9 }));
+        assert_eq!(changed_place("anything", "", &sources), None);
     }
 }
