@@ -75,18 +75,56 @@ pub fn code_under_test(test: &str, sources: &[(String, String)]) -> Option<Defin
     })
 }
 
+/// Python's keywords: in code they are its syntax, not what the code says.
+const KEYWORDS: &[&str] = &[
+    "false", "none", "true", "and", "as", "assert", "async", "await", "break", "class", "continue", "def",
+    "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is",
+    "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield",
+];
+
+/// The words of added code, lower-cased: its names and what its strings and comments say, not its
+/// keywords (pycodestyle 847's `elif token_type in operator_types and prev_end is not None` says
+/// none of the comment's "is, in and not in"; `'and', 'or'` does).
+fn words_of_code(code: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    for line in code.lines() {
+        let (mut quote, mut word, mut quoted) = (None::<char>, String::new(), false);
+        let mut flush = |word: &mut String, quoted: bool| {
+            let w = std::mem::take(word).to_lowercase();
+            if !w.is_empty() && (quoted || !KEYWORDS.contains(&w.as_str())) {
+                words.push(w);
+            }
+        };
+        for c in line.chars() {
+            if c.is_alphanumeric() || c == '_' {
+                word.push(c);
+                continue;
+            }
+            flush(&mut word, quoted);
+            match quote {
+                Some(q) if c == q => quote = None,
+                None if c == '\'' || c == '"' => quote = Some(c),
+                None if c == '#' => quote = Some('\n'),
+                _ => {}
+            }
+            quoted = quote.is_some();
+        }
+        flush(&mut word, quoted);
+    }
+    words
+}
+
 /// Where the PR changed its code (`sources`: path and text) in the way that shares most words with
-/// `comment`: the first added line of that hunk of `patch`; the first such hunk on a tie, none
-/// when the PR adds no line to them.
+/// `comment` ([`words_of_code`]): the first added line of that hunk of `patch`; the first such hunk
+/// on a tie, none when the PR adds no line to them.
 pub fn changed_place(comment: &str, patch: &str, sources: &[(String, String)]) -> Option<Definition> {
     let words: Vec<String> = comment
         .split(|c: char| !c.is_alphanumeric() && c != '_')
         .filter(|w| w.len() > 1)
         .map(str::to_lowercase)
         .collect();
-    let shared = |text: &str| {
-        let said: Vec<String> =
-            text.split(|c: char| !c.is_alphanumeric() && c != '_').map(str::to_lowercase).collect();
+    let shared = |code: &str| {
+        let said = words_of_code(code);
         words.iter().filter(|w| said.contains(w)).count()
     };
     let mut best: Option<(usize, Definition)> = None;
@@ -244,7 +282,7 @@ mod tests {
         let code = "import re\n\nOPS = frozenset([\n    '==', '=',\n    'and', 'or'])\n\n\ndef check(line):\n    \"\"\"E225: z = 1and 1\"\"\"\n    return OPS\n";
         std::fs::write(root.path().join("pep.py"), code).unwrap();
         let cases = "#: E225\ni=i+ 1\n#: E225\nz = 1and 1\n";
-        let patch = "diff --git a/pep.py b/pep.py\n--- a/pep.py\n+++ b/pep.py\n@@ -3,3 +3,3 @@\n OPS = frozenset([\n-    '==', '='])\n+    '==', '=',\n+    'and', 'or'])\n@@ -8,2 +8,2 @@\n def check(line):\n-    \"\"\"E225: z = 1\"\"\"\n+    \"\"\"E225: z = 1and 1\"\"\"\n diff --git a/testsuite/E22.py b/testsuite/E22.py\n--- a/testsuite/E22.py\n+++ b/testsuite/E22.py\n@@ -1,2 +1,4 @@\n #: E225\n i=i+ 1\n+#: E225\n+z = 1and 1\n";
+        let patch = "diff --git a/pep.py b/pep.py\n--- a/pep.py\n+++ b/pep.py\n@@ -3,3 +3,3 @@\n OPS = frozenset([\n-    '==', '='])\n+    '==', '=',\n+    'and', 'or'])\n@@ -8,2 +8,2 @@\n def check(line):\n-    \"\"\"E225: z = 1\"\"\"\n+    \"\"\"E225: z = 1and 1\"\"\"\n@@ -10,1 +10,1 @@\n-    return OPS\n+    return OPS if line is not None and 'x' in line else OPS\n diff --git a/testsuite/E22.py b/testsuite/E22.py\n--- a/testsuite/E22.py\n+++ b/testsuite/E22.py\n@@ -1,2 +1,4 @@\n #: E225\n i=i+ 1\n+#: E225\n+z = 1and 1\n";
         let body = "More operators need the same check: is, in and not in, as in 1is 1 or 1in [].";
         let task = AgentTask {
             pr_title: "t".into(),
@@ -259,7 +297,8 @@ mod tests {
         let texts = Texts::parse(include_str!("../../prompts/agent_rewrite_real.md"), TEXTS).unwrap();
         let moved = retarget(&task, patch, root.path(), &texts);
         let note = &moved.review[0];
-        // The operators' hunk shares `and` and `or` with the comment, the docstring's nothing.
+        // The operators' hunk says `and` with the comment; the docstring's and the loop's
+        // (whose `in`, `and`, `is not` are syntax) say nothing of it.
         assert_eq!((note.path.as_deref(), note.line), (Some("pep.py"), Some(4)));
         assert!(
             note.body.starts_with(&format!("{body}\n\n(The comment is on testsuite/E22.py line 4,")),
@@ -273,5 +312,7 @@ mod tests {
         let at = changed_place("the E225 example of check should read z = 1and 1", patch, &sources);
         assert_eq!(at, Some(Definition { path: "pep.py".into(), line: 9 }));
         assert_eq!(changed_place("anything", "", &sources), None);
+        assert_eq!(words_of_code("elif t in ops and p is not None:  # or"), ["t", "ops", "p", "or"]);
+        assert_eq!(words_of_code("    'and', 'or'] + X"), ["and", "or", "x"]);
     }
 }

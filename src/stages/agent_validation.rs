@@ -102,7 +102,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         regression_check: config.regression_check,
         tested,
     });
-    // 2: the built-in agent also reads unified diffs and whole files.
+    // 2: the built-in agent also reads unified diffs and whole files. 3: with `tested_code`, a
+    // comment on a test's data goes to the PR's change nearest it in words.
     Ok(StageDef {
         side_effects: true,
         files: built.files,
@@ -111,7 +112,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         unhashed: &["agent.llm"],
         provides: Some(contract::Validation::NAME),
         requires: vec![contract::Test::NAME, CommentContext::NAME, Environment::NAME],
-        ..StageDef::new(stage, 2, Scope::Comment, Resource::Llm)
+        ..StageDef::new(stage, 3, Scope::Comment, Resource::Llm)
     })
 }
 
