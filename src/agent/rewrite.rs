@@ -127,15 +127,44 @@ pub fn mark(code: &str, lines: &[usize], mark: &str) -> String {
         .join("\n")
 }
 
-/// `text` with `marks` taken off the end of every line that has them, in any order.
+/// Words at the end of a mark that say a trailing comment is a copy of it, altered or not.
+const MARK_TAIL_WORDS: usize = 3;
+
+/// `text` with `marks` taken off the end of every line that has them, in any order; and the
+/// model's copies of a mark of three words or more: a trailing comment that ends in the mark's
+/// last three words (pycodestyle 847's agent wrote "# addressed by the pull request", which
+/// stayed in the file and failed the project's own style check), or a line that is only such a
+/// comment, is taken off too.
 pub fn unmark(text: &str, marks: &[&str]) -> String {
-    fn bare<'a>(mut line: &'a str, marks: &[&str]) -> &'a str {
-        while let Some(rest) = marks.iter().find_map(|m| line.strip_suffix(m)) {
-            line = rest;
+    let tails: Vec<String> = marks
+        .iter()
+        .map(|m| m.trim_start().trim_start_matches('#').split_whitespace().collect::<Vec<_>>())
+        .filter(|words| words.len() >= MARK_TAIL_WORDS)
+        .map(|words| words[words.len() - MARK_TAIL_WORDS..].join(" ").to_lowercase())
+        .collect();
+    let copied = |line: &str| -> Option<usize> {
+        let lower = line.trim_end().to_lowercase();
+        let tail = tails.iter().find(|t| lower.ends_with(t.as_str()))?;
+        let before = lower[..lower.len() - tail.len()].chars().last();
+        if before.is_some_and(|c| c.is_alphanumeric()) {
+            return None;
         }
-        line
-    }
-    let out: Vec<&str> = text.lines().map(|l| bare(l, marks)).collect();
+        line.rfind('#')
+    };
+    let bare = |mut line: &str| -> Option<String> {
+        let had_text = !line.trim().is_empty();
+        loop {
+            if let Some(rest) = marks.iter().find_map(|m| line.strip_suffix(m)) {
+                line = rest;
+            } else if let Some(hash) = copied(line) {
+                line = line[..hash].trim_end();
+            } else {
+                break;
+            }
+        }
+        (!had_text || !line.trim().is_empty()).then(|| line.to_string())
+    };
+    let out: Vec<String> = text.lines().filter_map(bare).collect();
     let mut out = out.join("\n");
     if text.ends_with('\n') {
         out.push('\n');
@@ -355,6 +384,11 @@ mod tests {
         assert_eq!(unmark(&marked, &["  # new"]), code);
         assert_eq!(unmark("a  # new\nb  # newer\n", &["  # new"]), "a\nb  # newer\n");
         assert_eq!(unmark("a  # here  # new\nb  # new  # here", &["  # new", "  # here"]), "a\nb");
+        // The model's copies of a mark of three words or more, altered, come off too; a line
+        // that is only such a copy goes; other comments stay.
+        let marks = ["  # added by the pull request", "  # the review comment points here"];
+        let answer = "x = 1  # addressed by the pull request\n    # The review comment points here\ny = 2  # see the pull request\nz = 3  # not the pull requests\n\nw = 4\n";
+        assert_eq!(unmark(answer, &marks), "x = 1\ny = 2\nz = 3  # not the pull requests\n\nw = 4\n");
         assert!(
             !every_code_line(code, &[1, 3]) && every_code_line(code, &[0, 1, 3]),
             "a blank line needs none"

@@ -43,7 +43,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     let built = config.agent.build(ctx)?;
     let tested = config.agent.tested_texts(ctx, config.tested_code)?;
     // 2: the built-in agent also reads unified diffs and whole files. 3: with `tested_code`, a
-    // comment on a test's data goes to the PR's change nearest it in words.
+    // comment on a test's data goes to the PR's change nearest it in words. 4: the rewrite mode
+    // takes the model's altered copies of its marks off too.
     Ok(StageDef {
         side_effects: true,
         files: built.files,
