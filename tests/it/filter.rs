@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::common::openai::{Reply, Server};
-use crate::common::{Scratch, stderr};
+use crate::common::{Scratch, root, stderr};
 use serde_json::{Value, json};
 
 fn record() -> String {
@@ -40,10 +40,20 @@ fn marker(request: &Value) -> String {
         .to_string()
 }
 
+/// A filter prompt: `template`, then the shipped prompt's texts (what the stage tells the model of
+/// an answer that is no verdict).
+fn with_texts(template: &str) -> String {
+    let shipped = std::fs::read_to_string(root().join("prompts/review_filter.md")).unwrap();
+    let texts = &shipped[shipped.find("\n[text ").expect("the shipped prompt has texts") + 1..];
+    format!("{template}{texts}")
+}
+
 fn pipeline(s: &Scratch, base_url: &str) {
     s.write(
         "prompt.md",
-        "[system]\nJudge review comments.\n[user]\n{{pr_title}} {{path}}\n{{diff_hunk}}\n{{comment}}\n\n[text retry]\nNot a verdict: {{error}}.\n",
+        &with_texts(
+            "[system]\nJudge review comments.\n[user]\n{{pr_title}} {{path}}\n{{diff_hunk}}\n{{comment}}\n",
+        ),
     );
     s.write("items.jsonl", &format!("{}\n", record()));
     s.write(
@@ -172,7 +182,7 @@ fn a_replay_miss_is_an_error_naming_the_request() {
 fn a_prompt_with_an_unknown_placeholder_is_a_pipeline_error() {
     let s = Scratch::new();
     pipeline(&s, "http://127.0.0.1:9/v1");
-    s.write("prompt.md", "[user]\n{{comment}} {{author}}\n[text retry]\nNot a verdict: {{error}}.\n");
+    s.write("prompt.md", &with_texts("[user]\n{{comment}} {{author}}\n"));
     let out = s.curate(&["validate", "p.yaml"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
@@ -305,7 +315,7 @@ fn gold_calibrates_a_threshold_the_stage_keeps_by_and_a_changed_prompt_needs_a_n
     assert!(reasons.contains("under the calibrated keep threshold"), "{reasons}");
     assert!(reasons.contains("rule `praise`"), "{reasons}");
 
-    s.write("prompt.md", "[system]\nJudge review comments, strictly.\n[user]\n{{comment}}\n[text retry]\nNot a verdict: {{error}}.\n");
+    s.write("prompt.md", &with_texts("[system]\nJudge review comments, strictly.\n[user]\n{{comment}}\n"));
     let out = s.curate(&["run", "p.yaml"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("calibrated for another version of the prompt"), "{}", stderr(&out));
