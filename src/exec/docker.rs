@@ -15,6 +15,11 @@ pub enum ExecError {
     MissingImage(String),
     #[error("docker: {0}")]
     Docker(#[from] bollard::errors::Error),
+    #[error(
+        "the Docker daemon did not answer `{call}` within {secs} s; it may be frozen or overloaded \
+         (CURATE_DOCKER_CALL_SECS sets this limit)"
+    )]
+    Unresponsive { call: &'static str, secs: u64 },
     #[error("{0}")]
     Other(String),
 }

@@ -30,6 +30,28 @@ pub const LABEL: &str = "dev.curate.sandbox";
 pub const OWNER_LABEL: &str = "dev.curate.state";
 /// Seconds the in-container limit allows past the host's timer, which should always fire first.
 const INSIDE_GRACE_SECS: u64 = 10;
+/// Seconds one call to the daemon (the container's run aside) may take before the run errors: a
+/// frozen daemon must not hold a task far past its test's own limit. Every call curate makes here
+/// answers in well under a second on a working daemon; an upload gets a second more per MiB.
+const CALL_SECS: u64 = 60;
+
+/// The limit of one call to the daemon: [`CALL_SECS`], or `CURATE_DOCKER_CALL_SECS`.
+fn call_limit() -> Duration {
+    let secs = std::env::var("CURATE_DOCKER_CALL_SECS").ok().and_then(|s| s.parse().ok());
+    Duration::from_secs(secs.unwrap_or(CALL_SECS).max(1))
+}
+
+/// `call` to the daemon, given at most `limit` to answer.
+async fn answered<T, E: Into<ExecError>>(
+    call: &'static str,
+    limit: Duration,
+    pending: impl std::future::Future<Output = Result<T, E>>,
+) -> Result<T, ExecError> {
+    match tokio::time::timeout(limit, pending).await {
+        Ok(result) => result.map_err(Into::into),
+        Err(_) => Err(ExecError::Unresponsive { call, secs: limit.as_secs() }),
+    }
+}
 
 static OWNER: OnceLock<String> = OnceLock::new();
 
@@ -108,6 +130,8 @@ pub struct RunSpec {
     pub memory_bytes: i64,
     pub cpus: f64,
     pub pids: i64,
+    /// How long one call to the daemon may take (see [`CALL_SECS`]).
+    pub call_limit: Duration,
 }
 
 impl RunSpec {
@@ -126,6 +150,7 @@ impl RunSpec {
             memory_bytes: 1 << 30,
             cpus: 1.0,
             pids: 256,
+            call_limit: call_limit(),
         }
     }
 }
@@ -161,7 +186,8 @@ fn tar_of(files: &[(String, Vec<u8>)]) -> Result<Vec<u8>, ExecError> {
 
 /// Runs `spec` and removes the container whatever happens.
 pub async fn run(docker: &Docker, spec: &RunSpec) -> Result<RunResult, ExecError> {
-    if !image_exists(docker, &spec.image).await? {
+    let calls = spec.call_limit;
+    if !answered("inspect image", calls, image_exists(docker, &spec.image)).await? {
         return Err(ExecError::MissingImage(spec.image.clone()));
     }
     // The limit inside the container too: if this process dies, the container still stops.
@@ -199,25 +225,35 @@ pub async fn run(docker: &Docker, spec: &RunSpec) -> Result<RunResult, ExecError
     };
     let name = format!("curate-run-{}-{}", std::process::id(), rand::random::<u64>());
     let options = CreateContainerOptionsBuilder::default().name(&name).build();
-    let id = docker.create_container(Some(options), body).await?.id;
+    let id = answered("create container", calls, docker.create_container(Some(options), body)).await?.id;
     let guard = Remover { docker: docker.clone(), id: Some(id.clone()) };
-    let result = run_in(docker, &id, spec).await.map(|r| RunResult { container: name.clone(), ..r });
+    let result = run_in(docker, &id, spec, calls).await.map(|r| RunResult { container: name.clone(), ..r });
+    if let Err(e @ ExecError::Unresponsive { .. }) = result {
+        // The removal would wait as long again: the guard leaves it to the background, and the
+        // container stops by its own limit.
+        return Err(e);
+    }
     let remove = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
-    let removed = docker.remove_container(&id, Some(remove)).await;
+    let removed = answered("remove container", calls, docker.remove_container(&id, Some(remove))).await;
     guard.done();
     let result = result?;
     removed?;
     Ok(result)
 }
 
-async fn run_in(docker: &Docker, id: &str, spec: &RunSpec) -> Result<RunResult, ExecError> {
+/// Runs the created container `id`: its files in, started, waited for up to the spec's timeout
+/// (then killed), its OOM flag and output read. Each call to the daemon is given `limit`.
+async fn run_in(docker: &Docker, id: &str, spec: &RunSpec, limit: Duration) -> Result<RunResult, ExecError> {
     if !spec.files.is_empty() {
         let tar = tar_of(&spec.files)?;
+        let upload_limit = limit + Duration::from_secs((tar.len() >> 20) as u64);
         let options = UploadToContainerOptionsBuilder::default().path("/").build();
-        docker.upload_to_container(id, Some(options), bollard::body_full(tar.into())).await?;
+        let upload = docker.upload_to_container(id, Some(options), bollard::body_full(tar.into()));
+        answered("upload files", upload_limit, upload).await?;
     }
     let t0 = Instant::now();
-    docker.start_container(id, None::<bollard::query_parameters::StartContainerOptions>).await?;
+    let start = docker.start_container(id, None::<bollard::query_parameters::StartContainerOptions>);
+    answered("start container", limit, start).await?;
     let mut wait = docker.wait_container(id, Some(WaitContainerOptionsBuilder::default().build()));
     let waited = tokio::time::timeout(spec.timeout, wait.next()).await;
     let (exit_code, timed_out) = match waited {
@@ -228,32 +264,40 @@ async fn run_in(docker: &Docker, id: &str, spec: &RunSpec) -> Result<RunResult, 
         Ok(None) => (None, false),
         Err(_) => {
             let kill = KillContainerOptionsBuilder::default().signal("KILL").build();
-            let _ = docker.kill_container(id, Some(kill)).await;
+            // Gone already is fine; no answer at all is not.
+            if let Err(e @ ExecError::Unresponsive { .. }) =
+                answered("kill container", limit, docker.kill_container(id, Some(kill))).await
+            {
+                return Err(e);
+            }
             (None, true)
         }
     };
     let duration = t0.elapsed();
-    let oom_killed = docker
-        .inspect_container(id, None::<bollard::query_parameters::InspectContainerOptions>)
-        .await
-        .ok()
-        .and_then(|c| c.state)
-        .and_then(|s| s.oom_killed)
-        .unwrap_or(false);
-    let mut logs = docker.logs(id, Some(LogsOptionsBuilder::default().stdout(true).stderr(true).build()));
-    let mut output = Vec::new();
-    while let Some(chunk) = logs.next().await {
-        match chunk {
-            Ok(c) => {
-                output.extend_from_slice(&c.into_bytes());
-                // Keep reading past the limit only to the point of keeping a tail.
-                if output.len() > 8 * OUTPUT_LIMIT {
-                    output.drain(OUTPUT_LIMIT / 4..output.len() - OUTPUT_LIMIT);
+    let inspect = docker.inspect_container(id, None::<bollard::query_parameters::InspectContainerOptions>);
+    let oom_killed = match answered("inspect container", limit, inspect).await {
+        Ok(c) => c.state.and_then(|s| s.oom_killed).unwrap_or(false),
+        Err(e @ ExecError::Unresponsive { .. }) => return Err(e),
+        Err(_) => false,
+    };
+    let read_logs = async {
+        let mut logs = docker.logs(id, Some(LogsOptionsBuilder::default().stdout(true).stderr(true).build()));
+        let mut output = Vec::new();
+        while let Some(chunk) = logs.next().await {
+            match chunk {
+                Ok(c) => {
+                    output.extend_from_slice(&c.into_bytes());
+                    // Keep reading past the limit only to the point of keeping a tail.
+                    if output.len() > 8 * OUTPUT_LIMIT {
+                        output.drain(OUTPUT_LIMIT / 4..output.len() - OUTPUT_LIMIT);
+                    }
                 }
+                Err(_) => break,
             }
-            Err(_) => break,
         }
-    }
+        Ok::<_, ExecError>(output)
+    };
+    let output = answered("read logs", limit, read_logs).await?;
     let output = crate::text::keep_ends(&String::from_utf8_lossy(&output), OUTPUT_LIMIT);
     Ok(RunResult {
         exit_code: if timed_out { None } else { exit_code },

@@ -98,3 +98,81 @@ async fn memory_and_process_limits_contain_a_hog_and_a_fork_bomb() {
     assert!(r.output.contains("FORK REFUSED") || r.timed_out, "{}", r.output);
     assert!(gone(&d, &r.container).await);
 }
+
+/// A Unix socket in front of the daemon that passes every byte both ways until a request whose
+/// bytes hold `freeze_at` goes by, and from then on passes nothing and answers nothing: a daemon
+/// that froze in the middle of a run. `None` when the daemon is not on a Unix socket.
+fn freezing_proxy(dir: &std::path::Path, freeze_at: &'static str) -> Option<std::path::PathBuf> {
+    use std::io::{Read, Write};
+    use std::os::unix::net::{UnixListener, UnixStream};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let upstream = curate::exec::docker::host().strip_prefix("unix://")?.to_string();
+    let path = dir.join("frozen.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    let frozen = Arc::new(AtomicBool::new(false));
+    let pump = move |mut from: UnixStream, mut to: UnixStream, watch: bool, frozen: Arc<AtomicBool>| {
+        let mut chunk = vec![0u8; 64 << 10];
+        while let Ok(n) = from.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            if watch && String::from_utf8_lossy(&chunk[..n]).contains(freeze_at) {
+                frozen.store(true, Ordering::SeqCst);
+            }
+            if !frozen.load(Ordering::SeqCst) && to.write_all(&chunk[..n]).is_err() {
+                break;
+            }
+        }
+    };
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let (Ok(client), Ok(server)) = (client, UnixStream::connect(&upstream)) else { continue };
+            let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            let (f1, f2) = (frozen.clone(), frozen.clone());
+            std::thread::spawn(move || pump(client, server, true, f1));
+            std::thread::spawn(move || pump(s2, c2, false, f2));
+        }
+    });
+    Some(path)
+}
+
+#[tokio::test]
+async fn a_daemon_that_freezes_mid_run_ends_the_run_within_its_call_limit() {
+    let Some(d) = docker("the sandbox test: a daemon that freezes mid-run").await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let Some(socket) = freezing_proxy(dir.path(), "/wait") else {
+        eprintln!("skipping the frozen-daemon test: DOCKER_HOST is not a Unix socket");
+        return;
+    };
+    let frozen = curate::exec::docker::connect_to(&format!("unix://{}", socket.display())).await.unwrap();
+    let marker = format!("frozen-daemon-{}", std::process::id());
+    let mut spec = RunSpec::new(BASE, &["sh", "-c", &format!("sleep 600; echo {marker}")]);
+    spec.timeout = Duration::from_secs(2);
+    spec.call_limit = Duration::from_secs(3);
+    // Without limits of its own on each call, the run waits on bollard's 120 s per call, and the
+    // logs' stream for ever.
+    let started = std::time::Instant::now();
+    let ran = tokio::time::timeout(Duration::from_secs(60), run(&frozen, &spec)).await;
+    let elapsed = started.elapsed();
+
+    // What the frozen daemon kept: removed through the real one (it has stopped by its own limit,
+    // or is killed here).
+    let all = bollard::query_parameters::ListContainersOptionsBuilder::default().all(true).build();
+    for c in d.list_containers(Some(all)).await.unwrap() {
+        if c.command.as_deref().unwrap_or("").contains(&marker) {
+            let force =
+                bollard::query_parameters::RemoveContainerOptionsBuilder::default().force(true).build();
+            let _ = d.remove_container(c.id.as_deref().unwrap_or(""), Some(force)).await;
+        }
+    }
+
+    let ran = ran.unwrap_or_else(|_| panic!("the run still waited on the frozen daemon after {elapsed:?}"));
+    let error = ran.expect_err("a run on a frozen daemon cannot succeed");
+    assert!(
+        matches!(error, curate::exec::docker::ExecError::Unresponsive { call: "kill container", secs: 3 }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("did not answer `kill container` within 3 s"), "{error}");
+}
