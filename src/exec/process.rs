@@ -1,6 +1,7 @@
 //! Commands run on this machine rather than in a container (an `exec` stage, a command-line coding
 //! agent or review tool): each in its own process group, so that on a timeout the whole group goes,
-//! not only the shell that started it.
+//! not only the shell that started it; and each with a [`Tag`] in its environment, so that what it
+//! left running in a session of its own (`setsid`, a daemon) goes too when it ends.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -13,6 +14,59 @@ pub fn kill_group(pgid: u32) {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
+}
+
+/// The variable a host command is started with, holding its [`Tag`]; its descendants inherit it.
+const TAG_VAR: &str = "CURATE_HOST_COMMAND";
+
+/// A token of one host command's own, put in its environment: whatever process still carries it
+/// when the command has ended was left running by it, whichever session or group it moved to.
+pub struct Tag(String);
+
+impl Tag {
+    pub fn new() -> Tag {
+        Tag(format!("{}-{:016x}", std::process::id(), rand::random::<u64>()))
+    }
+
+    /// Starts `cmd` with the tag in its environment.
+    pub fn apply<'c>(&self, cmd: &'c mut tokio::process::Command) -> &'c mut tokio::process::Command {
+        cmd.env(TAG_VAR, &self.0)
+    }
+
+    /// The processes that carry the tag (read from /proc; none where there is no /proc).
+    pub fn holders(&self) -> Vec<i32> {
+        let wanted = format!("{TAG_VAR}={}", self.0);
+        let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+        entries
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                // Gone, or not ours to read: not one of the command's.
+                std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == wanted.as_bytes()))
+            })
+            .collect()
+    }
+
+    /// Kills every process that carries the tag, a few rounds over (one may fork in between).
+    pub fn reap(&self) {
+        for _ in 0..5 {
+            let holders = self.holders();
+            if holders.is_empty() {
+                return;
+            }
+            for pid in holders {
+                // SAFETY: kill(2) takes any pid; one that has gone since it was read is ESRCH.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Default for Tag {
+    fn default() -> Tag {
+        Tag::new()
+    }
 }
 
 /// How a host command ended.
@@ -83,12 +137,14 @@ fn read_into(
     })
 }
 
-/// Waits for `child` (started in a process group of its own, stdout and stderr piped) with its
-/// input written from `stdin`: killed with its group past `timeout` or once a stream passes
-/// `limit`; after it exits its pipes are read for [`DRAIN`] more at most, so a descendant that
-/// keeps them open does not hold the caller.
+/// Waits for `child` (started in a process group of its own with `tag` applied, stdout and stderr
+/// piped) with its input written from `stdin`: killed with its group past `timeout` or once a
+/// stream passes `limit`. However it ends, every process that carries `tag` is killed, and its
+/// pipes are then read for [`DRAIN`] more at most, so nothing it started outlives it or holds the
+/// caller.
 pub async fn capture(
     mut child: tokio::process::Child,
+    tag: &Tag,
     stdin: Option<Vec<u8>>,
     timeout: Option<Duration>,
     limit: usize,
@@ -111,6 +167,7 @@ pub async fn capture(
         if let Some(pgid) = pgid {
             kill_group(pgid);
         }
+        tag.reap();
     };
     let deadline = async {
         match timeout {
@@ -129,6 +186,7 @@ pub async fn capture(
             return Err(CaptureError::Timeout);
         }
     };
+    tag.reap();
     for reader in readers {
         let abort = reader.abort_handle();
         if tokio::time::timeout(DRAIN, reader).await.is_err() {
@@ -149,8 +207,10 @@ pub async fn run_shell(
     env: &[(&str, &Path)],
     timeout: Duration,
 ) -> Result<HostOutput, HostError> {
+    let tag = Tag::new();
     let mut cmd = tokio::process::Command::new("sh");
-    cmd.arg("-c")
+    tag.apply(&mut cmd)
+        .arg("-c")
         .arg(command)
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -162,7 +222,7 @@ pub async fn run_shell(
         cmd.env(k, v);
     }
     let child = cmd.spawn().map_err(|error| HostError::Start { command: command.into(), error })?;
-    match capture(child, None, Some(timeout), OUTPUT_LIMIT).await {
+    match capture(child, &tag, None, Some(timeout), OUTPUT_LIMIT).await {
         Ok(out) => Ok(HostOutput {
             exit_code: out.exit_code,
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -183,8 +243,8 @@ mod tests {
     use super::*;
     use std::time::Instant;
 
-    fn shell(command: &str) -> tokio::process::Child {
-        tokio::process::Command::new("sh")
+    fn shell(command: &str, tag: &Tag) -> tokio::process::Child {
+        tag.apply(&mut tokio::process::Command::new("sh"))
             .args(["-c", command])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -198,7 +258,8 @@ mod tests {
     #[tokio::test]
     async fn endless_output_is_cut_at_the_limit_and_the_command_killed() {
         let started = Instant::now();
-        let got = capture(shell("yes curate"), None, None, 1 << 20).await;
+        let tag = Tag::new();
+        let got = capture(shell("yes curate", &tag), &tag, None, None, 1 << 20).await;
         assert!(matches!(got, Err(CaptureError::TooMuch("stdout"))), "{:?}", got.err());
         assert!(started.elapsed() < Duration::from_secs(10));
     }
@@ -206,17 +267,38 @@ mod tests {
     #[tokio::test]
     async fn a_detached_descendant_holding_the_pipes_does_not_hold_the_caller() {
         let started = Instant::now();
-        let got = capture(shell("setsid sleep 20 & echo '{\"ok\": 1}'"), None, None, 1 << 20).await.unwrap();
+        let tag = Tag::new();
+        let child = shell("setsid sleep 20 & echo '{\"ok\": 1}'", &tag);
+        let got = capture(child, &tag, None, None, 1 << 20).await.unwrap();
         assert_eq!(String::from_utf8_lossy(&got.stdout), "{\"ok\": 1}\n");
         assert_eq!(got.exit_code, Some(0));
         assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
     }
 
     #[tokio::test]
+    async fn nothing_a_command_started_outlives_it() {
+        // A daemon in a session of its own, one in the background of a subshell, and one still
+        // running when the command is killed at its time limit.
+        let tag = Tag::new();
+        let child = shell("setsid sleep 30 & (nohup sleep 31 >/dev/null 2>&1 &); echo started", &tag);
+        let got = capture(child, &tag, None, None, 1 << 20).await.unwrap();
+        assert_eq!(got.stdout, b"started\n");
+        assert_eq!(tag.holders(), Vec::<i32>::new(), "left running after the command ended");
+
+        let slow = Tag::new();
+        let child = shell("setsid sleep 32 & sleep 20", &slow);
+        let got = capture(child, &slow, None, Some(Duration::from_millis(300)), 100).await;
+        assert!(matches!(got, Err(CaptureError::Timeout)));
+        assert_eq!(slow.holders(), Vec::<i32>::new(), "left running after the time limit");
+    }
+
+    #[tokio::test]
     async fn input_goes_in_and_a_slow_command_times_out() {
-        let got = capture(shell("cat; echo err >&2"), Some(b"in".to_vec()), None, 100).await.unwrap();
+        let tag = Tag::new();
+        let got =
+            capture(shell("cat; echo err >&2", &tag), &tag, Some(b"in".to_vec()), None, 100).await.unwrap();
         assert_eq!((got.stdout.as_slice(), got.stderr.as_slice()), (&b"in"[..], &b"err\n"[..]));
-        let slow = capture(shell("sleep 20"), None, Some(Duration::from_millis(200)), 100).await;
+        let slow = capture(shell("sleep 20", &tag), &tag, None, Some(Duration::from_millis(200)), 100).await;
         assert!(matches!(slow, Err(CaptureError::Timeout)));
     }
 }

@@ -15,7 +15,7 @@ use serde_json::Value;
 use serde_yaml::Mapping;
 use tokio::process::Command;
 
-use crate::exec::process::{CaptureError, OUTPUT_LIMIT, capture};
+use crate::exec::process::{CaptureError, OUTPUT_LIMIT, Tag, capture};
 
 use super::{Stage, StageContext, StageDef, TaskFuture, TaskInput};
 use crate::engine::item::{Outcome, Scope};
@@ -83,8 +83,10 @@ impl Stage for Exec {
                 Ok(bytes) => bytes,
                 Err(e) => return Outcome::Errored { error: format!("cannot encode the item: {e}") },
             };
+            let tag = Tag::new();
             let mut cmd = Command::new("sh");
-            cmd.arg("-c")
+            tag.apply(&mut cmd)
+                .arg("-c")
                 .arg(&*command)
                 .current_dir(&dir)
                 .env("CURATE_ITEM_ID", &input.item.id)
@@ -101,7 +103,7 @@ impl Stage for Exec {
                 Ok(child) => child,
                 Err(e) => return Outcome::Errored { error: format!("cannot start `sh`: {e}") },
             };
-            match capture(child, Some(stdin), timeout, OUTPUT_LIMIT).await {
+            match capture(child, &tag, Some(stdin), timeout, OUTPUT_LIMIT).await {
                 Ok(out) => outcome(out.exit_code, &out.stdout, &out.stderr),
                 Err(CaptureError::Timeout) => Outcome::Errored {
                     error: format!("timed out after {}s and was killed", timeout.map_or(0, |t| t.as_secs())),
