@@ -48,6 +48,9 @@ pub enum Verdict {
     OutOfMemory,
     /// A fork or a thread failed at the sandbox's process limit.
     TooManyProcesses,
+    /// The process ended before pytest finished its session (the test called `os._exit`, the
+    /// interpreter crashed): its exit code is not pytest's verdict.
+    Aborted,
 }
 
 impl Verdict {
@@ -270,6 +273,20 @@ struct Ran {
 const OUTCOME_PLUGIN: (&str, &str) = ("curate_outcomes", include_str!("outcome_plugin.py"));
 /// Prefixes the line the outcome plugin prints.
 const OUTCOMES: &str = "curate-outcomes: ";
+/// The module name of the plugin that marks the end of pytest's session, and its source.
+const FINISH_PLUGIN: (&str, &str) = ("curate_finished", include_str!("finish_plugin.py"));
+/// What that plugin prints, exactly.
+const FINISHED: &str = "\ncurate-finished\n";
+
+/// Takes the finish plugin's line out of what the run printed, byte for byte as it went in, and
+/// says whether it was there.
+fn split_finished(output: &str) -> (String, bool) {
+    match output.find(FINISHED) {
+        Some(at) => (format!("{}{}", &output[..at], &output[at + FINISHED.len()..]), true),
+        None => (output.to_string(), false),
+    }
+}
+
 /// Prefixes the line the tracing plugin prints when it traces per test.
 const TRACED_PER_TEST: &str = "curate-trace-per-test: ";
 
@@ -289,6 +306,7 @@ async fn run_pytest(
         Plugin::Trace(_) | Plugin::TracePerTest(_) => format!(" -p {}", TRACE_PLUGIN.0),
         Plugin::Outcomes => format!(" --tb=line -p {}", OUTCOME_PLUGIN.0),
     };
+    let options = format!(" -p {}{options}", FINISH_PLUGIN.0);
     let mut spec = env_spec(image, test_command(&target.pytest_args(), &options));
     spec.timeout = timeout;
     spec.pids = TEST_PIDS;
@@ -304,10 +322,11 @@ async fn run_pytest(
             spec.files.push((format!("{TEST_DIR}/.keep"), Vec::new()));
         }
     }
+    spec.env.push(("PYTHONPATH".into(), TEST_DIR.into()));
     let mut add_plugin = |(name, source): (&str, &str)| {
-        spec.env.push(("PYTHONPATH".into(), TEST_DIR.into()));
         spec.files.push((format!("{TEST_DIR}/{name}.py"), source.as_bytes().to_vec()));
     };
+    add_plugin(FINISH_PLUGIN);
     match plugin {
         Plugin::None => {}
         Plugin::Trace(files) | Plugin::TracePerTest(files) => {
@@ -326,7 +345,18 @@ async fn run_pytest(
     let (output, per_node): (_, BTreeMap<String, BTreeMap<String, Vec<u64>>>) =
         split_packed(&output, TRACED_PER_TEST);
     let (output, outcomes) = split_packed(&output, OUTCOMES);
-    let verdict = verdict(r.oom_killed, r.exit_code, r.timed_out, &output);
+    let (output, finished) = split_finished(&output);
+    let verdict = match verdict(r.oom_killed, r.exit_code, r.timed_out, &output) {
+        Verdict::Passed
+        | Verdict::Assertion
+        | Verdict::ExpectedExceptionMissing
+        | Verdict::UnexpectedException
+            if !finished =>
+        {
+            Verdict::Aborted
+        }
+        verdict => verdict,
+    };
     let run = TestRun { verdict, exit_code: r.exit_code, output, wrote, seconds: r.duration.as_secs_f64() };
     let per_node = per_node.into_iter().map(|(node, files)| (node, relative(files))).collect();
     Ok(Ran { run, traced, per_node, outcomes })
@@ -538,6 +568,21 @@ mod tests {
             Verdict::TooManyProcesses
         );
         assert!(Verdict::Assertion.is_test_failure() && !Verdict::SyntaxError.is_test_failure());
+    }
+
+    #[test]
+    fn the_finish_line_comes_out_byte_for_byte() {
+        let printed = "F                                                                        [100%]\ncurate-finished\n\n1 failed in 0.01s\n";
+        let (rest, finished) = split_finished(printed);
+        assert!(finished);
+        assert_eq!(
+            rest,
+            "F                                                                        [100%]\n1 failed in 0.01s\n"
+        );
+        assert_eq!(
+            split_finished("Fatal Python error: Aborted\n"),
+            ("Fatal Python error: Aborted\n".into(), false)
+        );
     }
 
     #[test]

@@ -44,6 +44,8 @@ pub enum Problem {
     /// It cannot be imported on the reviewed side.
     ImportsMissing,
     Collection,
+    /// The process ended before pytest did (`os._exit`, a crashed interpreter).
+    Aborted,
     /// A repeated run ended otherwise: the verdicts on each side.
     Flaky {
         reviewed: String,
@@ -90,6 +92,7 @@ pub const TEXTS: &[TextSpec] = &[
     ("failed on both sides", &[]),
     ("imports on the reviewed side", &[]),
     ("collection error", &[]),
+    ("ended early", &[]),
     ("flaky", &["reviewed", "fixed"]),
     ("imports the tests", &["modules"]),
     ("network", &["modules"]),
@@ -125,6 +128,7 @@ impl Problem {
             FailedBoth => plain("failed on both sides"),
             ImportsMissing => plain("imports on the reviewed side"),
             Collection => plain("collection error"),
+            Aborted => plain("ended early"),
             Flaky { reviewed, fixed } => {
                 with("flaky", &[("reviewed", reviewed.clone()), ("fixed", fixed.clone())])
             }
@@ -156,6 +160,7 @@ pub mod reasons {
     pub const SYNTAX: &str = "syntax error in the test";
     pub const BROKEN_IMPORT: &str = "broken import in the test";
     pub const COLLECTION: &str = "collection error";
+    pub const ABORTED: &str = "ended before pytest did";
     pub const NO_TESTS: &str = "no tests collected";
     pub const PASSED_BOTH: &str = "passed on both sides";
     pub const FAILED_BOTH: &str = "failed on both sides";
@@ -218,6 +223,9 @@ pub fn judge(reviewed: &TestRun, fixed: &TestRun, project: &[String]) -> Result<
     }
     if reviewed.verdict == Verdict::SyntaxError || fixed.verdict == Verdict::SyntaxError {
         return Err(Miss::new(SYNTAX, Problem::Syntax));
+    }
+    if reviewed.verdict == Verdict::Aborted || fixed.verdict == Verdict::Aborted {
+        return Err(Miss::new(ABORTED, Problem::Aborted));
     }
     if reviewed.verdict == Verdict::NoTests {
         return Err(Miss::new(NO_TESTS, Problem::NoTests));
@@ -328,6 +336,7 @@ mod tests {
             Problem::FailedBoth,
             Problem::ImportsMissing,
             Problem::Collection,
+            Problem::Aborted,
             Problem::Flaky { reviewed: "assertion".into(), fixed: "passed".into() },
             Problem::ImportsTests { modules: vec!["tests.helpers".into()] },
             Problem::Network { modules: vec!["requests".into()] },
@@ -351,7 +360,7 @@ mod tests {
             all[0].text(&texts),
             "The test wrote into the repository (/repo/a, /repo/b). Tests must leave the project's files alone; use pytest's tmp_path for files."
         );
-        let not_read = all[15].text(&texts);
+        let not_read = all[16].text(&texts);
         assert!(
             not_read
                 .starts_with("The test passes on the changed code, but it does not read median or Stats,")

@@ -125,6 +125,16 @@ fn a_probe_fails_on_the_reviewed_commit_and_passes_on_the_fixed_one() {
         let two_hundred = run_test(&d, &image, reviewed_tree, ("test_two_hundred.py", &threads(200)), t).await.unwrap();
         assert_eq!(two_hundred.verdict, Verdict::TooManyProcesses, "{}", two_hundred.output);
 
+        // A test that ends the process before pytest does gives no verdict, whatever its exit code;
+        // the line that tells is not left in what the run printed.
+        for code in [0, 1] {
+            let quitter = format!("import os\n\ndef test_x():\n    os._exit({code})\n");
+            let quitter = run_test(&d, &image, reviewed_tree, ("test_quitter.py", &quitter), t).await.unwrap();
+            assert_eq!(quitter.verdict, Verdict::Aborted, "os._exit({code}): {}", quitter.output);
+            assert_eq!(quitter.exit_code, Some(code));
+        }
+        assert!(!after.output.contains("curate-finished"), "{}", after.output);
+
         let broken = run_test(&d, &image, reviewed_tree, ("test_bad.py", "def test_x(:\n    pass\n"), t).await.unwrap();
         assert_eq!(broken.verdict, Verdict::SyntaxError, "{}", broken.output);
         let missing = "import durations_that_never_was\n\ndef test_x():\n    assert True\n";
