@@ -69,6 +69,14 @@ impl Default for Tag {
     }
 }
 
+/// A command whose caller is dropped mid-way (a second Ctrl-C ends the run, a task is cancelled)
+/// leaves nothing running either.
+impl Drop for Tag {
+    fn drop(&mut self) {
+        self.reap();
+    }
+}
+
 /// How a host command ended.
 pub struct HostOutput {
     pub exit_code: Option<i32>,
@@ -290,6 +298,18 @@ mod tests {
         let got = capture(child, &slow, None, Some(Duration::from_millis(300)), 100).await;
         assert!(matches!(got, Err(CaptureError::Timeout)));
         assert_eq!(slow.holders(), Vec::<i32>::new(), "left running after the time limit");
+    }
+
+    #[tokio::test]
+    async fn a_command_whose_caller_is_dropped_leaves_nothing_running() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = "setsid sleep 33 & echo $CURATE_HOST_COMMAND > token; sleep 20";
+        let command = run_shell(script, dir.path(), &[], Duration::from_secs(60));
+        assert!(tokio::time::timeout(Duration::from_millis(500), command).await.is_err());
+        let token = std::fs::read_to_string(dir.path().join("token")).unwrap();
+        let tag = Tag(token.trim().to_string());
+        assert!(!tag.0.is_empty());
+        assert_eq!(tag.holders(), Vec::<i32>::new(), "left running after its caller was dropped");
     }
 
     #[tokio::test]
