@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::docker::ExecError;
 use super::hosts::Executor;
-use super::testrun::{TEST_PIDS, env_spec, tree_files};
+use super::testrun::{TEST_PIDS, TEST_TMP_BYTES, env_spec, tree_files};
 
 /// The probe's source and where it runs from in the container.
 const PROBE: &str = include_str!("probe.py");
@@ -103,6 +103,7 @@ pub async fn run(
     let mut spec = env_spec(image, vec!["python".into(), format!("{PROBE_DIR}/probe.py")]);
     spec.timeout = TIMEOUT;
     spec.pids = TEST_PIDS;
+    spec.tmp_bytes = Some(TEST_TMP_BYTES);
     spec.env.push(("PYTHONHASHSEED".into(), "0".into()));
     spec.files = tree_files(tree)?;
     spec.files.push((format!("{PROBE_DIR}/probe.py"), PROBE.as_bytes().to_vec()));

@@ -130,6 +130,10 @@ pub struct RunSpec {
     pub memory_bytes: i64,
     pub cpus: f64,
     pub pids: i64,
+    /// `/tmp` as a memory-backed file system of this many bytes, counted in the memory limit:
+    /// what a test writes there never reaches the host's disk, and past it a write fails with
+    /// "No space left on device". `None`: the image's own `/tmp`.
+    pub tmp_bytes: Option<i64>,
     /// How long one call to the daemon may take (see [`CALL_SECS`]).
     pub call_limit: Duration,
 }
@@ -150,6 +154,7 @@ impl RunSpec {
             memory_bytes: 1 << 30,
             cpus: 1.0,
             pids: 256,
+            tmp_bytes: None,
             call_limit: call_limit(),
         }
     }
@@ -217,6 +222,13 @@ pub async fn run(docker: &Docker, spec: &RunSpec) -> Result<RunResult, ExecError
             memory_swap: Some(spec.memory_bytes),
             nano_cpus: Some((spec.cpus * 1e9) as i64),
             pids_limit: Some(spec.pids),
+            // Programs may be built and run from it (a C extension a test compiles), not set-uid.
+            tmpfs: spec.tmp_bytes.map(|bytes| {
+                std::collections::HashMap::from([(
+                    "/tmp".to_string(),
+                    format!("rw,exec,nosuid,nodev,size={bytes}"),
+                )])
+            }),
             cap_drop: Some(vec!["ALL".into()]),
             security_opt: Some(vec!["no-new-privileges".into()]),
             ..HostConfig::default()

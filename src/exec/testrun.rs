@@ -24,6 +24,9 @@ const TEST_DIR: &str = "/curate-test";
 /// responsive during one because of the CPU quota of one core, whatever this limit (measured with
 /// `cargo bench --bench fork_bomb`: docs/benchmarks.md).
 pub const TEST_PIDS: i64 = 128;
+/// The size of a test run's `/tmp`, held in memory (see [`RunSpec::tmp_bytes`]): room for what
+/// tests keep in pytest's `tmp_path`, and a test that fills the disk stops here.
+pub const TEST_TMP_BYTES: i64 = 256 << 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -310,6 +313,7 @@ async fn run_pytest(
     let mut spec = env_spec(image, test_command(&target.pytest_args(), &options));
     spec.timeout = timeout;
     spec.pids = TEST_PIDS;
+    spec.tmp_bytes = Some(TEST_TMP_BYTES);
     spec.env.push(("PYTHONHASHSEED".into(), seed.to_string()));
     spec.files = tree_files(tree)?;
     match target {

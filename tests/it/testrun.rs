@@ -112,6 +112,12 @@ fn a_probe_fails_on_the_reviewed_commit_and_passes_on_the_fixed_one() {
         let hog = "def test_hog():\n    blocks = [b'x' * (64 << 20) for _ in range(48)]\n    assert blocks\n";
         let hog = run_test(&d, &image, reviewed_tree, ("test_hog.py", hog), t).await.unwrap();
         assert_eq!(hog.verdict, Verdict::OutOfMemory, "{:?}: {}", hog.exit_code, hog.output);
+        // /tmp is held in memory and bounded: a test that fills it gets "No space left on device"
+        // and writes nothing on the host's disk (before, 1 GiB there passed).
+        let filler = "def test_fill():\n    with open('/tmp/fill', 'wb') as f:\n        for _ in range(1024):\n            f.write(b'x' * (1 << 20))\n";
+        let filler = run_test(&d, &image, reviewed_tree, ("test_filler.py", filler), t).await.unwrap();
+        assert_eq!(filler.verdict, Verdict::UnexpectedException, "{}", filler.output);
+        assert!(filler.output.contains("No space left on device"), "{}", filler.output);
         // Past the process limit, a new thread cannot start: too many processes, its own verdict.
         let spawner = "import threading\n\ndef test_threads():\n    stop = threading.Event()\n    for _ in range(2000):\n        threading.Thread(target=stop.wait, daemon=True).start()\n";
         let spawner = run_test(&d, &image, reviewed_tree, ("test_spawner.py", spawner), t).await.unwrap();
