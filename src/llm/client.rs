@@ -46,6 +46,8 @@ pub struct Llm {
     client: Client<OpenAIConfig>,
     /// The server's shared limits; a request holds a place until its answer has streamed in.
     endpoint: Arc<Endpoint>,
+    /// Why the transport cut an answer's body off, when it did.
+    cut: super::transport::CutReason,
     cache: ResponseCache,
     in_flight: Mutex<HashMap<String, Arc<Pending>>>,
 }
@@ -75,11 +77,13 @@ impl Llm {
         let config = OpenAIConfig::new().with_api_base(&settings.base_url).with_api_key(&settings.api_key);
         let transport = Transport::new(&settings)?;
         let endpoint = transport.endpoint();
+        let cut = transport.cut_reason();
         let client = Client::with_config(config).with_http_service(transport);
         Ok(Llm {
             settings,
             client,
             endpoint,
+            cut,
             cache: ResponseCache::new(cache_dir),
             in_flight: Mutex::new(HashMap::new()),
         })
@@ -194,7 +198,11 @@ impl Llm {
             match tokio::time::timeout(wait, stream.next()).await {
                 Err(_) => return Err(silent(if streamed.begun { idle } else { first }, setting)),
                 Ok(None) => break,
-                Ok(Some(Err(e))) => return Err(Miss::of(&e)),
+                Ok(Some(Err(e))) => {
+                    // Cut off by the transport: the same server would send the same again.
+                    let cut = self.cut.lock().ok().and_then(|mut c| c.take());
+                    return Err(cut.map_or_else(|| Miss::of(&e), Miss::Fail));
+                }
                 Ok(Some(Ok(chunk))) => streamed.add(chunk),
             }
             if streamed.text.len() > MAX_ANSWER_BYTES {

@@ -156,7 +156,14 @@ pub struct Transport {
     endpoint: Arc<Endpoint>,
     http: reqwest::Client,
     retry: RetryPolicy,
+    cut: CutReason,
 }
+
+/// Why the transport last cut an answer's body off. The stream error that reaches the client
+/// says only "error decoding response body" (the event-stream parser keeps no source), so the
+/// reason is left here for it. Shared by the requests of one client: two cut off at once leave one
+/// reason, which is then true of both.
+pub type CutReason = Arc<Mutex<Option<String>>>;
 
 impl Transport {
     pub fn new(settings: &LlmSettings) -> Result<Transport, SetupError> {
@@ -165,7 +172,17 @@ impl Transport {
             .connect_timeout(Duration::from_secs(10))
             .build()
             .map_err(SetupError::Http)?;
-        Ok(Transport { endpoint: endpoint(settings)?, http, retry: RetryPolicy::of(settings) })
+        Ok(Transport {
+            endpoint: endpoint(settings)?,
+            http,
+            retry: RetryPolicy::of(settings),
+            cut: CutReason::default(),
+        })
+    }
+
+    /// Where this transport says why it cut an answer off.
+    pub fn cut_reason(&self) -> CutReason {
+        self.cut.clone()
     }
 
     /// The limits this transport shares with the other clients of its server.
@@ -190,7 +207,7 @@ impl Transport {
                 // object's shape (llama.cpp's `code` is a number), and a body that does not parse
                 // would be retried as if the answer had been cut.
                 Ok(r) if r.status().is_client_error() => return Err(refusal(r).await),
-                Ok(r) => return Ok(r),
+                Ok(r) => return Ok(bounded(r, self.cut.clone())),
                 Err(e) if e.is_builder() => return Err(OpenAIError::Reqwest(e)),
                 Err(e) => {
                     if !self.retry.may_retry(attempt, started.elapsed()) {
@@ -203,6 +220,73 @@ impl Transport {
             attempt += 1;
         }
     }
+}
+
+/// The most bytes one event of a streamed answer may hold. An event is one chunk of a few tokens
+/// (with their log-probabilities, a few KiB); the event-stream parser under async-openai reads one
+/// event in time quadratic in its length (1.1 MiB: 9 s; 3 MiB: 75 s), so a server that sends
+/// megabytes without an event's end must be cut off here, before the parser sees them.
+const MAX_EVENT_BYTES: usize = 256 << 10;
+/// The most bytes of a whole answer's body: past the client's own bound on the answer's text
+/// (1 MiB) with every event's framing and log-probabilities around it.
+const MAX_BODY_BYTES: usize = 32 << 20;
+
+/// Counts what a body has sent: in all, and since its last blank line (an event's end).
+#[derive(Default)]
+struct BodyMeter {
+    total: usize,
+    in_event: usize,
+    after_newline: bool,
+}
+
+impl BodyMeter {
+    /// Takes in `bytes`; what is wrong once a bound is passed.
+    fn take(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.total += bytes.len();
+        if self.total > MAX_BODY_BYTES {
+            return Err(format!("the answer's body passed {} MiB", MAX_BODY_BYTES >> 20));
+        }
+        for &b in bytes {
+            match b {
+                b'\r' => continue,
+                b'\n' if self.after_newline => self.in_event = 0,
+                _ => self.in_event += 1,
+            }
+            self.after_newline = b == b'\n';
+        }
+        if self.in_event > MAX_EVENT_BYTES {
+            return Err(format!(
+                "one event of the answer passed {} KiB without its end; the server is not streaming chat chunks",
+                MAX_EVENT_BYTES >> 10
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `response` with its body read through a [`BodyMeter`]: past a bound, reading fails, and the
+/// meter's reason is left in `cut`.
+fn bounded(response: Response, cut: CutReason) -> Response {
+    use futures_util::StreamExt;
+    let status = response.status();
+    let version = response.version();
+    let headers = response.headers().clone();
+    let mut meter = BodyMeter::default();
+    let body = response.bytes_stream().map(move |chunk| {
+        let chunk = chunk.map_err(|e| e.to_string())?;
+        if let Err(reason) = meter.take(&chunk) {
+            if let Ok(mut slot) = cut.lock() {
+                *slot = Some(reason.clone());
+            }
+            return Err(reason);
+        }
+        Ok::<_, String>(chunk)
+    });
+    let mut bounded = http::Response::new(reqwest::Body::wrap_stream(body));
+    *bounded.status_mut() = status;
+    *bounded.version_mut() = version;
+    *bounded.headers_mut() = headers;
+    Response::from(bounded)
 }
 
 impl tower::Service<HttpRequestFactory> for Transport {
@@ -238,6 +322,22 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_body_meter_counts_each_event_from_its_blank_line() {
+        let mut meter = BodyMeter::default();
+        let event = format!("data: {}\n\n", "x".repeat(200 << 10));
+        for _ in 0..20 {
+            meter.take(event.as_bytes()).unwrap();
+        }
+        // Split across chunks, and with CRLF line ends, an event still ends at its blank line.
+        let mut split = BodyMeter::default();
+        for part in [&b"data: a\r\n"[..], b"\r", b"\n", &vec![b'y'; 250 << 10]] {
+            split.take(part).unwrap();
+        }
+        let err = split.take(&[b'y'; 10 << 10]).unwrap_err();
+        assert!(err.contains("passed 256 KiB"), "{err}");
+    }
 
     #[test]
     fn retry_after_is_read_in_seconds_and_a_huge_one_is_the_longest_wait() {

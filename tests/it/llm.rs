@@ -73,6 +73,24 @@ async fn an_endless_answer_is_cut_off_with_the_reason_and_not_recorded() {
 }
 
 #[tokio::test]
+async fn one_endless_event_is_cut_off_at_its_bound_before_it_is_parsed() {
+    // 4 MiB in one event: the event-stream parser would take minutes over it (its time grows with
+    // the square of an event's length), and then the answer's own 1 MiB bound would name it.
+    let completion = serde_json::json!({
+        "id": "c", "object": "chat.completion", "created": 1, "model": "scripted-model",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "x".repeat(4 << 20)}}],
+    });
+    let server = Server::start(vec![], Some(Reply::Completion(completion.to_string())));
+    let dir = tempfile::tempdir().unwrap();
+    let llm = client(&server, dir.path(), CacheMode::Readwrite, |s| s.max_retries = Some(1));
+    let err = ask(&llm, "e").await.unwrap_err().to_string();
+    assert!(err.contains("one event of the answer passed 256 KiB"), "{err}");
+    assert_eq!(server.calls(), 1, "the same server would send the same again: not asked again");
+    let recorded = std::fs::read_dir(dir.path()).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(recorded, 0, "nothing is recorded");
+}
+
+#[tokio::test]
 async fn persistent_failures_become_an_error_after_the_retries() {
     let server = Server::start(vec![], Some(error(500)));
     let dir = tempfile::tempdir().unwrap();

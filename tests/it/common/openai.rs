@@ -121,8 +121,14 @@ fn chunk(text: Option<&str>, finish: Option<&str>, usage: bool) -> String {
 fn stream_answer(stream: &mut TcpStream, text: &str, pause: Duration) {
     let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
     let _ = stream.write_all(head.as_bytes());
-    let pieces: Vec<String> =
-        if pause.is_zero() { vec![text.to_string()] } else { text.chars().map(String::from).collect() };
+    // At once, a piece of up to 64 KiB an event (a server's chunks are a few tokens each; one
+    // event of megabytes is a test of its own); trickled, a character an event.
+    let pieces: Vec<String> = if pause.is_zero() {
+        let chars: Vec<char> = text.chars().collect();
+        chars.chunks(64 << 10).map(|c| c.iter().collect()).collect()
+    } else {
+        text.chars().map(String::from).collect()
+    };
     for piece in pieces {
         std::thread::sleep(pause);
         if stream.write_all(chunk(Some(&piece), None, false).as_bytes()).is_err() {
