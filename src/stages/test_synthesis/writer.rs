@@ -295,15 +295,16 @@ impl Writer {
             ),
             None => ("not run".into(), String::new(), "not run".into(), String::new()),
         };
+        let problem = miss.problem.text(&self.prompts.texts);
         let values = BTreeMap::from([
-            ("problem", miss.problem.text(&self.prompts.texts)),
+            ("problem", problem.clone()),
             ("reviewed_verdict", rv),
             ("reviewed_output", ro),
             ("fixed_verdict", fv),
             ("fixed_output", fo),
         ]);
         let mut rendered = self.prompts.feedback.render(&values);
-        rendered.pop().unwrap_or_else(|| Message::user(miss.problem.text(&self.prompts.texts)))
+        rendered.pop().unwrap_or_else(|| Message::user(problem))
     }
 
     /// The comment's test: the first candidate accepted, from the project's tests, the model's
