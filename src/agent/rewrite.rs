@@ -469,5 +469,12 @@ mod tests {
             texts.get(NotARewrite::Unchanged.key()),
             "the answer repeats the code as it is, so it changes nothing; change it so that the reviewer's point is addressed"
         );
+        // Each kind's key is one the prompt is checked for when it loads: the two lists agree.
+        for kind in
+            [NotARewrite::CutOff, NotARewrite::NoCode, NotARewrite::Unchanged, NotARewrite::PartOfDefinition]
+        {
+            assert!(TEXTS.iter().any(|(key, _)| *key == kind.key()), "{kind:?} is not in TEXTS");
+            assert!(!texts.get(kind.key()).is_empty(), "{kind:?}");
+        }
     }
 }

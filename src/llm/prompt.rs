@@ -140,6 +140,12 @@ impl Texts {
     /// The text `key` with its placeholders filled; empty for a key [`Texts::parse`] was not
     /// asked for and the file does not have.
     pub fn render(&self, key: &str, values: &BTreeMap<&str, String>) -> String {
+        // A key the code names but no file holds is a typo beside its `TEXTS` table (a key renamed
+        // in one place): loud in debug builds and tests, empty in a release.
+        debug_assert!(
+            self.0.contains_key(key),
+            "no [text {key}] in the prompt file: is it in the stage's TEXTS?"
+        );
         self.0.get(key).map(|t| Template::fill(t, values)).unwrap_or_default()
     }
 
