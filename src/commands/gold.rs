@@ -137,6 +137,9 @@ struct Scored {
     rules: BTreeMap<&'static str, (usize, usize)>,
     /// Comment, split, gold keep, confidence, the model's reason.
     rows: Vec<(String, String, bool, f64, String)>,
+    /// Per row: the model's word, its probability of keeping and each question's "yes", for the
+    /// scores file (a person weighing another way of combining them).
+    parts: Vec<serde_json::Value>,
     errors: Vec<String>,
 }
 
@@ -151,6 +154,7 @@ fn score(comments: &[GoldComment], results: Vec<Result<Judgement, impl std::fmt:
         same_category: (0, 0),
         rules: BTreeMap::new(),
         rows: Vec::new(),
+        parts: Vec::new(),
         errors: Vec::new(),
     };
     for (c, judged) in comments.iter().zip(results) {
@@ -186,6 +190,14 @@ fn score(comments: &[GoldComment], results: Vec<Result<Judgement, impl std::fmt:
         if heldout { &mut s.word_heldout } else { &mut s.word_tune }.add(gold_keep, word);
         if heldout { &mut s.heldout } else { &mut s.tune }.push((p, gold_keep));
         s.rows.push((c.id.clone(), c.split.clone(), gold_keep, p, reason));
+        s.parts.push(match &judgement {
+            Judgement::Verdict(v, _) => serde_json::json!({
+                "word": v.keep,
+                "p_keep": v.p_keep,
+                "answers": v.answers.iter().cloned().collect::<BTreeMap<String, f64>>(),
+            }),
+            _ => serde_json::json!({"word": false}),
+        });
     }
     s
 }
@@ -309,9 +321,13 @@ fn write_scores(file: &Path, scored: &Scored) -> Result<(), Failure> {
     let lines: Vec<String> = scored
         .rows
         .iter()
-        .map(|(id, split, gold_keep, p, reason)| {
-            serde_json::json!({"id": id, "split": split, "gold_keep": gold_keep, "confidence": p, "reason": reason})
-                .to_string()
+        .zip(&scored.parts)
+        .map(|((id, split, gold_keep, p, reason), parts)| {
+            let mut row = serde_json::json!({"id": id, "split": split, "gold_keep": gold_keep, "confidence": p, "reason": reason});
+            if let (Some(row), Some(parts)) = (row.as_object_mut(), parts.as_object()) {
+                row.extend(parts.clone());
+            }
+            row.to_string()
         })
         .collect();
     std::fs::write(file, lines.join("\n") + "\n").with_context(|| format!("writing {}", file.display()))?;

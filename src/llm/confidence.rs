@@ -21,14 +21,36 @@ pub fn choice_probability(tokens: &[TokenLogprob], key: &str, yes: &[&str], no: 
     })?;
     // What the token holds before the value (a space, the opening quote).
     let before = token.token.get(..offset)?;
+    let strip = |alternative: &str| -> String {
+        alternative.strip_prefix(before).unwrap_or_else(|| alternative.trim_start_matches([' ', '"'])).into()
+    };
+    split_mass(token, strip, yes, no)
+}
+
+/// The probability that an answer's first word is one of `yes` rather than one of `no` (a one-word
+/// answer to a question: "yes" or "no"), from the alternatives at its first token that holds more
+/// than space, quotes or emphasis. `None` as for [`choice_probability`].
+pub fn first_word_probability(tokens: &[TokenLogprob], yes: &[&str], no: &[&str]) -> Option<f64> {
+    let token = tokens.iter().find(|t| !t.token.trim_start_matches(DECORATION).is_empty())?;
+    split_mass(token, |alternative| alternative.trim_start_matches(DECORATION).into(), yes, no)
+}
+
+/// What may stand before an answer's first word.
+const DECORATION: [char; 6] = [' ', '\n', '"', '*', '`', '\''];
+
+/// The mass of `token`'s alternatives that begin a `yes` word over that of those that begin any
+/// listed word; `strip` takes off what an alternative holds before the word.
+fn split_mass(
+    token: &TokenLogprob,
+    strip: impl Fn(&str) -> String,
+    yes: &[&str],
+    no: &[&str],
+) -> Option<f64> {
     let chosen = [(token.token.clone(), token.logprob)];
     let alternatives = if token.top.is_empty() { &chosen[..] } else { &token.top[..] };
     let (mut mass_yes, mut mass_no) = (0.0, 0.0);
     for (alternative, logprob) in alternatives {
-        let rest = alternative
-            .strip_prefix(before)
-            .unwrap_or_else(|| alternative.trim_start_matches([' ', '"']))
-            .to_lowercase();
+        let rest = strip(alternative).to_lowercase();
         if rest.is_empty() {
             continue;
         }
@@ -102,5 +124,20 @@ mod tests {
     fn without_alternatives_the_chosen_token_decides() {
         let tokens = answer(TokenLogprob { token: "\"style".into(), logprob: -0.3, top: vec![] });
         assert_eq!(choice_probability(&tokens, "kind", &["defect"], &["style"]), Some(0.0));
+    }
+
+    #[test]
+    fn a_one_word_answer_is_read_at_its_first_word() {
+        let ln = |p: f64| p.ln() as f32;
+        let tokens = vec![
+            token("\n", &[("\n", ln(0.9))]),
+            token("Yes", &[("Yes", ln(0.6)), ("No", ln(0.2)), (" no", ln(0.1)), ("Maybe", ln(0.1))]),
+            token(".", &[]),
+        ];
+        let p = first_word_probability(&tokens, &["yes"], &["no"]).unwrap();
+        assert!((p - 0.6 / 0.9).abs() < 1e-6, "{p}");
+        assert_eq!(first_word_probability(&[], &["yes"], &["no"]), None);
+        let unsure = vec![token("Perhaps", &[("Perhaps", ln(0.9))])];
+        assert_eq!(first_word_probability(&unsure, &["yes"], &["no"]), None);
     }
 }

@@ -320,3 +320,71 @@ fn gold_calibrates_a_threshold_the_stage_keeps_by_and_a_changed_prompt_needs_a_n
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("calibrated for another version of the prompt"), "{}", stderr(&out));
 }
+
+/// A chat completion answering one word, with the probability `p_yes` of "Yes" against "No" at it.
+fn one_word(p_yes: f64) -> String {
+    let word = if p_yes >= 0.5 { "Yes" } else { "No" };
+    let top = json!([
+        {"token": "Yes", "logprob": p_yes.ln(), "bytes": null},
+        {"token": "No", "logprob": (1.0 - p_yes).ln(), "bytes": null}
+    ]);
+    json!({
+        "id": "chatcmpl-test", "object": "chat.completion", "created": 1, "model": "scripted-model",
+        "choices": [{"index": 0, "finish_reason": "length", "logprobs": {"content": [
+                        {"token": word, "logprob": 0.0, "bytes": null, "top_logprobs": top}], "refusal": null},
+                     "message": {"role": "assistant", "content": word}}],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 1, "total_tokens": 21}
+    })
+    .to_string()
+}
+
+#[test]
+fn a_question_after_the_verdict_multiplies_the_confidence_and_its_file_is_part_of_the_calibration() {
+    // The verdict is a defect at 0.9; the question that follows it is answered "yes" at 0.5.
+    let server = Server::responding(|request| {
+        let messages = request["messages"].as_array().unwrap();
+        if messages.last().unwrap()["content"].as_str().unwrap().contains("ASKED") {
+            Reply::Completion(one_word(0.5))
+        } else {
+            Reply::Completion(judged("defect", 0.9))
+        }
+    });
+    let s = Scratch::new();
+    pipeline(&s, &server.base_url);
+    s.write("ask.md", "[user]\nASKED: would a test see the change? One word, yes or no.\n");
+    let yaml = s.read("p.yaml").replace(
+        "    prompt: prompt.md\n",
+        "    prompt: prompt.md\n    gold: gold.jsonl\n    precision_bar: 0.5\n    calibration: calibration.json\n    questions: [ask.md]\n",
+    );
+    s.write("p.yaml", &yaml);
+    let row = |id: &str, split: &str, label: &str| {
+        json!({"id": id, "split": split, "comment": format!("{id}: the value is wrong"), "label": label, "category": if label == "keep" { json!("robustness") } else { json!(null) }}).to_string()
+    };
+    s.write("gold.jsonl", &[row("t1", "tune", "keep"), row("h1", "heldout", "keep")].join("\n"));
+
+    let scores = s.path("scores.jsonl");
+    let out = s.curate(&["gold", "p.yaml", "--record", "--scores", scores.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    let first: Value = serde_json::from_str(s.read("scores.jsonl").lines().next().unwrap()).unwrap();
+    assert!((first["confidence"].as_f64().unwrap() - 0.45).abs() < 1e-6, "{first}");
+    assert!((first["answers"]["ask"].as_f64().unwrap() - 0.5).abs() < 1e-6, "{first}");
+    assert!((first["p_keep"].as_f64().unwrap() - 0.9).abs() < 1e-6, "{first}");
+
+    // The question follows the verdict in its conversation, with the model's answer before it.
+    let asked = server
+        .requests()
+        .into_iter()
+        .find(|r| r["messages"].to_string().contains("ASKED"))
+        .expect("the question was asked");
+    let roles: Vec<&str> =
+        asked["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user"], "{asked}");
+    assert!(asked["messages"][2]["content"].as_str().unwrap().contains("\"kind\": \"defect"), "{asked}");
+    assert_eq!(asked["max_tokens"], 2, "{asked}");
+
+    // The question's words are part of what the calibration holds for.
+    s.write("ask.md", "[user]\nASKED: could a test tell them apart? One word, yes or no.\n");
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("calibrated for another version of the prompt"), "{}", stderr(&out));
+}

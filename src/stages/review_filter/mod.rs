@@ -29,7 +29,7 @@ use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
 use crate::llm::client::Llm;
-use crate::llm::confidence::choice_probability;
+use crate::llm::confidence::{choice_probability, first_word_probability};
 use crate::llm::json::{ObjectError, extract_object};
 use crate::llm::prompt::{Template, TextSpec, Texts, template_part};
 use crate::llm::{LlmError, LlmSpec, Message, Usage};
@@ -76,6 +76,11 @@ pub struct Config {
     /// (layout only: dropped; other tokens: never dropped as a bare suggestion).
     #[serde(default)]
     pub pr_facts: bool,
+    /// Yes-or-no questions asked after the verdict, each a prompt file: with only a `[user]` part
+    /// it follows the verdict in the same conversation, with a `[system]` part it stands alone.
+    /// The probability of "yes" multiplies the confidence in keeping.
+    #[serde(default)]
+    pub questions: Vec<PathBuf>,
     #[serde(default)]
     pub llm: LlmSpec,
 }
@@ -97,7 +102,12 @@ pub struct Filter {
     pub prompt_sha256: String,
     /// Facts of the PR decide before the wording (`Config::pr_facts`).
     pr_facts: bool,
+    /// `Config::questions`: each file's stem and template.
+    questions: Vec<(String, Template)>,
 }
+
+/// Tokens a one-word answer to a question may take.
+const QUESTION_TOKENS: u32 = 2;
 
 /// What the model decided.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -108,12 +118,16 @@ pub struct Verdict {
     /// The probability the model gave to keeping (a kept kind, or `keep`), when the server returned
     /// log-probabilities for the first answer.
     pub p_keep: Option<f64>,
+    /// Each question's name and the probability of "yes".
+    pub answers: Vec<(String, f64)>,
 }
 
 impl Verdict {
-    /// The confidence a threshold is held against: the model's probability, or its word.
+    /// The confidence a threshold is held against: the model's probability, or its word, times
+    /// each question's probability of "yes".
     pub fn confidence(&self) -> f64 {
-        self.p_keep.unwrap_or(if self.keep { 1.0 } else { 0.0 })
+        let base = self.p_keep.unwrap_or(if self.keep { 1.0 } else { 0.0 });
+        self.answers.iter().fold(base, |c, (_, p)| c * p)
     }
 }
 
@@ -190,10 +204,13 @@ fn kept_record(v: Verdict) -> serde_json::Value {
         #[serde(flatten)]
         verdict: super::contract::FilterVerdict,
         p_keep: Option<f64>,
+        #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+        answers: BTreeMap<String, f64>,
     }
     let record = Record {
         verdict: super::contract::FilterVerdict { category: v.category, reason: v.reason },
         p_keep: v.p_keep,
+        answers: v.answers.into_iter().collect(),
     };
     serde_json::to_value(record).unwrap_or(serde_json::Value::Null)
 }
@@ -289,7 +306,7 @@ fn parse_verdict(text: &str) -> Result<Verdict, VerdictError> {
         None => None,
     };
     let reason = raw.reason.unwrap_or_default().trim().chars().take(300).collect();
-    Ok(Verdict { keep, category, reason, p_keep: None })
+    Ok(Verdict { keep, category, reason, p_keep: None, answers: Vec::new() })
 }
 
 /// The probability of keeping, read where the answer names its kind (or, without one, its verdict).
@@ -305,12 +322,29 @@ impl Filter {
         let prompt = std::fs::read_to_string(ctx.dir.join(&config.prompt))
             .map_err(|e| ConfigError::new("prompt", e.to_string()))?;
         // The calibration reads the first answer's confidence, which the texts for a second try
-        // never touch: it is tied to the template alone.
-        let prompt_sha256 = hex::encode(sha2::Sha256::digest(template_part(&prompt)));
+        // never touch: it is tied to the template alone, and to the questions' templates.
+        let mut hashed = template_part(&prompt).to_string();
+        let mut questions = Vec::new();
+        for path in &config.questions {
+            let text = std::fs::read_to_string(ctx.dir.join(path))
+                .map_err(|e| ConfigError::new("questions", format!("{}: {e}", path.display())))?;
+            hashed.push_str("\n[question]\n");
+            hashed.push_str(template_part(&text));
+            let name = path.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+            questions.push((name, ctx.template("questions", path, &PLACEHOLDERS)?));
+        }
+        let prompt_sha256 = hex::encode(sha2::Sha256::digest(hashed));
         let settings = ctx.llm.merged(&config.llm).settings();
         let llm =
             Llm::new(settings, &ctx.cache.join("llm")).map_err(|e| ConfigError::new("llm", e.to_string()))?;
-        Ok(Filter { llm: Arc::new(llm), template, texts, prompt_sha256, pr_facts: config.pr_facts })
+        Ok(Filter {
+            llm: Arc::new(llm),
+            template,
+            texts,
+            prompt_sha256,
+            pr_facts: config.pr_facts,
+            questions,
+        })
     }
 
     /// The rule that drops the comment before the model is asked, if one does.
@@ -350,7 +384,15 @@ impl Filter {
                 Ok(v) => {
                     // After a correction the first answer's doubts are not this one's: its word decides.
                     let p_keep = if attempt == 0 { keep_probability(&answer) } else { None };
-                    return Ok(Judgement::Verdict(Verdict { p_keep, ..v }, usage));
+                    messages.push(Message::assistant(answer.text));
+                    let mut answers = Vec::new();
+                    for (name, question) in &self.questions {
+                        let (p, used) = self.ask(question, &messages, &values).await?;
+                        usage.prompt_tokens += used.prompt_tokens;
+                        usage.completion_tokens += used.completion_tokens;
+                        answers.push((name.clone(), p));
+                    }
+                    return Ok(Judgement::Verdict(Verdict { p_keep, answers, ..v }, usage));
                 }
                 Err(e) if attempt == 0 => {
                     messages.push(Message::assistant(answer.text));
@@ -362,6 +404,36 @@ impl Filter {
             }
         }
         Ok(Judgement::Unparseable { error: last_error, usage })
+    }
+
+    /// The probability of "yes" to `question`, asked after `conversation` (the verdict's, ending
+    /// with its answer) or, when the question has a system part, on its own. An answer that is
+    /// neither word counts as even odds.
+    async fn ask(
+        &self,
+        question: &Template,
+        conversation: &[Message],
+        values: &BTreeMap<&str, String>,
+    ) -> Result<(f64, Usage), LlmError> {
+        let asked = question.render(values);
+        let messages = if asked.len() > 1 { asked } else { [conversation, &asked[..]].concat() };
+        let request = crate::llm::ChatRequest {
+            top_logprobs: Some(TOP_LOGPROBS),
+            max_tokens: QUESTION_TOKENS,
+            ..self.llm.request(messages)
+        };
+        let (answer, _) = self.llm.chat(&request).await?;
+        let word = answer.text.trim_start_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+        let p = first_word_probability(&answer.logprobs, &["yes"], &["no"]).unwrap_or(
+            if word.starts_with("yes") {
+                1.0
+            } else if word.starts_with("no") {
+                0.0
+            } else {
+                0.5
+            },
+        );
+        Ok((p, answer.usage))
     }
 }
 
@@ -389,6 +461,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     };
     let mut files = vec![config.prompt.to_string_lossy().into_owned()];
     files.extend(config.calibration.iter().map(|c| c.to_string_lossy().into_owned()));
+    files.extend(config.questions.iter().map(|q| q.to_string_lossy().into_owned()));
     Ok(StageDef {
         side_effects: true,
         files,
@@ -485,7 +558,13 @@ mod tests {
         .unwrap();
         assert_eq!(
             v,
-            Verdict { keep: true, category: Some("error handling".into()), reason: "x".into(), p_keep: None }
+            Verdict {
+                keep: true,
+                category: Some("error handling".into()),
+                reason: "x".into(),
+                p_keep: None,
+                answers: Vec::new()
+            }
         );
         let d = parse_verdict("{\"verdict\": \"drop\", \"category\": null, \"reason\": \"praise\"}").unwrap();
         assert!(!d.keep);
