@@ -60,6 +60,9 @@ pub struct ReviewComment {
     /// Whether the PR's own author wrote it, when the source says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by_pr_author: Option<bool>,
+    /// Whether it answers an earlier comment of its thread, when the source says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_reply: Option<bool>,
     #[serde(default)]
     pub extra: Map<String, Value>,
 }

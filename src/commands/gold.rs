@@ -32,6 +32,9 @@ struct GoldComment {
     /// Whether the PR's own author wrote it, where the row says.
     #[serde(default)]
     by_pr_author: Option<bool>,
+    /// Whether it answers an earlier comment of its thread, where the row says.
+    #[serde(default)]
+    is_reply: Option<bool>,
 }
 
 /// A split's figures for one way of deciding.
@@ -96,6 +99,7 @@ async fn judge_all(
                 diff_hunk: &c.diff_hunk,
                 comment: &c.comment,
                 by_pr_author: c.by_pr_author,
+                is_reply: c.is_reply,
                 lines: None,
             };
             let judged = filter.judge(&fields).await.map_err(JudgeError::from);

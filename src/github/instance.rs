@@ -111,6 +111,8 @@ fn comment(thread: &Thread, pr_author: Option<&Actor>) -> Option<Value> {
         "original_line": thread.original_line,
         "original_start_line": thread.original_start_line,
         "by_pr_author": by_pr_author,
+        // The thread's first comment answers none.
+        "is_reply": false,
     }))
 }
 

@@ -214,6 +214,7 @@ mod tests {
             original_start_line: start,
             index: 1,
             by_pr_author: None,
+            is_reply: None,
             extra: Default::default(),
         }
     }

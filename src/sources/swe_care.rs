@@ -75,6 +75,9 @@ struct RawComment {
     /// Not in SWE-CARE's own files; a collection that knows the authors may say.
     #[serde(default)]
     by_pr_author: Option<bool>,
+    /// Likewise: whether the comment answers an earlier one of its thread.
+    #[serde(default)]
+    is_reply: Option<bool>,
 }
 
 /// Fields mapped into the common record; everything else goes to `extra` as it was.
@@ -184,6 +187,7 @@ fn comment(i: usize, raw: Value) -> Result<ReviewComment, (String, String)> {
         original_start_line: c.original_start_line,
         index: i + 1,
         by_pr_author: c.by_pr_author,
+        is_reply: c.is_reply,
         extra: Map::new(),
     })
 }
@@ -219,6 +223,9 @@ pub fn to_instances(items: &[Item]) -> Vec<Value> {
                 });
                 if let Some(by) = c.by_pr_author {
                     raw["by_pr_author"] = Value::Bool(by);
+                }
+                if let Some(reply) = c.is_reply {
+                    raw["is_reply"] = Value::Bool(reply);
                 }
                 raw
             })

@@ -183,6 +183,7 @@ impl SwePrBench {
                 original_start_line: None,
                 index: i + 1,
                 by_pr_author: None,
+                is_reply: None,
                 extra,
             };
             let data = serde_json::to_value(&comment).unwrap_or(Value::Null);

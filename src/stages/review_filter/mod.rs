@@ -71,8 +71,8 @@ pub struct Config {
     pub precision_bar: f64,
     /// The keep threshold recorded by `curate gold --record`; without it the model's word decides.
     pub calibration: Option<PathBuf>,
-    /// Decide from facts of the PR too, before the wording: a comment by the PR's own author is
-    /// dropped, and a suggestion block by what it changes against the lines it would replace
+    /// Decide from facts of the PR too, before the wording: a comment by the PR's own author, or
+    /// one that answers an earlier comment of its thread, is dropped, and a suggestion block by what it changes against the lines it would replace
     /// (layout only: dropped; other tokens: never dropped as a bare suggestion).
     #[serde(default)]
     pub pr_facts: bool,
@@ -159,6 +159,8 @@ pub struct Fields<'a> {
     pub comment: &'a str,
     /// Whether the PR's own author wrote the comment, when the source says.
     pub by_pr_author: Option<bool>,
+    /// Whether it answers an earlier comment of its thread, when the source says.
+    pub is_reply: Option<bool>,
     /// How many lines the comment is on, when the source says (a suggestion replaces them).
     pub lines: Option<usize>,
 }
@@ -353,7 +355,7 @@ impl Filter {
             return rules::drop_rule(fields.comment);
         }
         let change = suggestion::change(fields.comment, fields.diff_hunk, fields.path, fields.lines);
-        rules::fact_rule(fields.by_pr_author, change).or_else(|| {
+        rules::fact_rule(fields.by_pr_author, fields.is_reply, change).or_else(|| {
             rules::drop_rule(fields.comment)
                 .filter(|r| !(*r == rules::SUGGESTION && change == suggestion::Change::Tokens))
         })
@@ -494,6 +496,7 @@ impl Stage for ReviewFilter {
                 diff_hunk: comment.diff_hunk.as_deref().unwrap_or(""),
                 comment: &comment.text,
                 by_pr_author: comment.by_pr_author,
+                is_reply: comment.is_reply,
                 lines: comment
                     .line
                     .zip(comment.start_line)

@@ -31,6 +31,8 @@ const LAYOUT: Rule = Rule {
     name: "layout",
     reason: "a suggestion with the same tokens as the lines it replaces: only their layout changes",
 };
+const THREAD_REPLY: Rule =
+    Rule { name: "thread reply", reason: "answers an earlier comment of its thread: a reply, not a review" };
 const VAGUE: Rule = Rule { name: "vague", reason: "hedged, naming no code, value or failing case" };
 
 /// Words that hedge: a comment built on one of them and naming nothing is a musing, not a report.
@@ -184,9 +186,16 @@ fn outside_fences(comment: &str) -> String {
 
 /// The rule that drops a comment by a fact of its PR, if one does: it is the PR's author's, or its
 /// suggestion changes only the layout of the lines it replaces.
-pub fn fact_rule(by_pr_author: Option<bool>, suggestion: super::suggestion::Change) -> Option<Rule> {
+pub fn fact_rule(
+    by_pr_author: Option<bool>,
+    is_reply: Option<bool>,
+    suggestion: super::suggestion::Change,
+) -> Option<Rule> {
     if by_pr_author == Some(true) {
         return Some(AUTHOR);
+    }
+    if is_reply == Some(true) {
+        return Some(THREAD_REPLY);
     }
     (suggestion == super::suggestion::Change::Layout).then_some(LAYOUT)
 }
@@ -290,10 +299,19 @@ mod tests {
     #[test]
     fn facts_of_the_pr_drop_the_authors_answers_and_layout_only_suggestions() {
         use super::super::suggestion::Change;
-        assert_eq!(fact_rule(Some(true), Change::Tokens), Some(AUTHOR), "the author's, whatever it says");
-        assert_eq!(fact_rule(Some(false), Change::Layout), Some(LAYOUT));
-        assert_eq!(fact_rule(None, Change::Tokens), None);
-        assert_eq!(fact_rule(Some(false), Change::Unknown), None);
+        assert_eq!(
+            fact_rule(Some(true), None, Change::Tokens),
+            Some(AUTHOR),
+            "the author's, whatever it says"
+        );
+        assert_eq!(fact_rule(Some(false), None, Change::Layout), Some(LAYOUT));
+        assert_eq!(fact_rule(None, None, Change::Tokens), None);
+        assert_eq!(fact_rule(Some(false), Some(false), Change::Unknown), None);
+        assert_eq!(
+            fact_rule(Some(false), Some(true), Change::Tokens),
+            Some(THREAD_REPLY),
+            "another reviewer's answer"
+        );
     }
 
     #[test]
