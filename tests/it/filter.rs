@@ -339,7 +339,8 @@ fn one_word(p_yes: f64) -> String {
 }
 
 #[test]
-fn a_question_after_the_verdict_multiplies_the_confidence_and_its_file_is_part_of_the_calibration() {
+fn questions_after_the_verdict_multiply_the_confidence_stop_under_even_odds_and_are_part_of_the_calibration()
+{
     // The verdict is a defect at 0.9; the question that follows it is answered "yes" at 0.5.
     let server = Server::responding(|request| {
         let messages = request["messages"].as_array().unwrap();
@@ -352,9 +353,10 @@ fn a_question_after_the_verdict_multiplies_the_confidence_and_its_file_is_part_o
     let s = Scratch::new();
     pipeline(&s, &server.base_url);
     s.write("ask.md", "[user]\nASKED: would a test see the change? One word, yes or no.\n");
+    s.write("more.md", "[user]\nMORE: is it a defect? One word, yes or no.\n");
     let yaml = s.read("p.yaml").replace(
         "    prompt: prompt.md\n",
-        "    prompt: prompt.md\n    gold: gold.jsonl\n    precision_bar: 0.5\n    calibration: calibration.json\n    questions: [ask.md]\n",
+        "    prompt: prompt.md\n    gold: gold.jsonl\n    precision_bar: 0.5\n    calibration: calibration.json\n    questions: [ask.md, more.md]\n",
     );
     s.write("p.yaml", &yaml);
     let row = |id: &str, split: &str, label: &str| {
@@ -381,6 +383,8 @@ fn a_question_after_the_verdict_multiplies_the_confidence_and_its_file_is_part_o
     assert_eq!(roles, ["system", "user", "assistant", "user"], "{asked}");
     assert!(asked["messages"][2]["content"].as_str().unwrap().contains("\"kind\": \"defect"), "{asked}");
     assert_eq!(asked["max_tokens"], 2, "{asked}");
+    let more = server.requests().iter().filter(|r| r["messages"].to_string().contains("MORE")).count();
+    assert_eq!(more, 0, "at 0.45 the confidence is under even odds: the second question is not asked");
 
     // The question's words are part of what the calibration holds for.
     s.write("ask.md", "[user]\nASKED: could a test tell them apart? One word, yes or no.\n");

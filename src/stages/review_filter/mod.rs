@@ -78,7 +78,8 @@ pub struct Config {
     pub pr_facts: bool,
     /// Yes-or-no questions asked after the verdict, each a prompt file: with only a `[user]` part
     /// it follows the verdict in the same conversation, with a `[system]` part it stands alone.
-    /// The probability of "yes" multiplies the confidence in keeping.
+    /// The probability of "yes" multiplies the confidence in keeping; once that is under one half,
+    /// the questions left are not asked.
     #[serde(default)]
     pub questions: Vec<PathBuf>,
     #[serde(default)]
@@ -108,6 +109,8 @@ pub struct Filter {
 
 /// Tokens a one-word answer to a question may take.
 const QUESTION_TOKENS: u32 = 2;
+/// The confidence under which no further question is asked.
+const QUESTION_FLOOR: f64 = 0.5;
 
 /// What the model decided.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -387,14 +390,19 @@ impl Filter {
                     // After a correction the first answer's doubts are not this one's: its word decides.
                     let p_keep = if attempt == 0 { keep_probability(&answer) } else { None };
                     messages.push(Message::assistant(answer.text));
-                    let mut answers = Vec::new();
+                    let mut verdict = Verdict { p_keep, ..v };
                     for (name, question) in &self.questions {
+                        // Each question costs a call; under even odds no threshold worth its name
+                        // keeps the comment, so it is asked no more.
+                        if verdict.confidence() < QUESTION_FLOOR {
+                            break;
+                        }
                         let (p, used) = self.ask(question, &messages, &values).await?;
                         usage.prompt_tokens += used.prompt_tokens;
                         usage.completion_tokens += used.completion_tokens;
-                        answers.push((name.clone(), p));
+                        verdict.answers.push((name.clone(), p));
                     }
-                    return Ok(Judgement::Verdict(Verdict { p_keep, answers, ..v }, usage));
+                    return Ok(Judgement::Verdict(verdict, usage));
                 }
                 Err(e) if attempt == 0 => {
                     messages.push(Message::assistant(answer.text));
