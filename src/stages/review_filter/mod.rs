@@ -358,7 +358,13 @@ impl Filter {
             return rules::drop_rule(fields.comment);
         }
         let change = suggestion::change(fields.comment, fields.diff_hunk, fields.path, fields.lines);
-        rules::fact_rule(fields.by_pr_author, fields.is_reply, change).or_else(|| {
+        let facts = rules::Facts {
+            by_pr_author: fields.by_pr_author,
+            is_reply: fields.is_reply,
+            path: fields.path,
+            suggestion: change,
+        };
+        rules::fact_rule(&facts).or_else(|| {
             rules::drop_rule(fields.comment)
                 .filter(|r| !(*r == rules::SUGGESTION && change == suggestion::Change::Tokens))
         })

@@ -33,6 +33,10 @@ const LAYOUT: Rule = Rule {
 };
 const THREAD_REPLY: Rule =
     Rule { name: "thread reply", reason: "answers an earlier comment of its thread: a reply, not a review" };
+const PAGE: Rule = Rule {
+    name: "documentation page",
+    reason: "on a documentation page: prose that no test of the code runs",
+};
 const VAGUE: Rule = Rule { name: "vague", reason: "hedged, naming no code, value or failing case" };
 
 /// Words that hedge: a comment built on one of them and naming nothing is a musing, not a report.
@@ -184,20 +188,43 @@ fn outside_fences(comment: &str) -> String {
     comment.split("```").step_by(2).collect::<Vec<_>>().join(" ")
 }
 
-/// The rule that drops a comment by a fact of its PR, if one does: it is the PR's author's, or its
-/// suggestion changes only the layout of the lines it replaces.
-pub fn fact_rule(
-    by_pr_author: Option<bool>,
-    is_reply: Option<bool>,
-    suggestion: super::suggestion::Change,
-) -> Option<Rule> {
-    if by_pr_author == Some(true) {
+/// What the PR says of a comment, apart from its words.
+#[derive(Debug, Clone, Copy)]
+pub struct Facts<'a> {
+    /// Whether the PR's own author wrote it, when the source says.
+    pub by_pr_author: Option<bool>,
+    /// Whether it answers an earlier comment of its thread, when the source says.
+    pub is_reply: Option<bool>,
+    /// The file it is on.
+    pub path: &'a str,
+    /// What its suggestion block changes.
+    pub suggestion: super::suggestion::Change,
+}
+
+/// Extensions of documentation pages: prose that no test of the code runs. Not `.txt`, which
+/// names requirement lists and build files as often as prose.
+const PAGE_EXTENSIONS: [&str; 7] = ["md", "markdown", "rst", "adoc", "qmd", "rdoc", "textile"];
+
+/// Whether `path` is a documentation page (Markdown, reStructuredText, AsciiDoc and the like).
+pub fn is_documentation_page(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.rsplit_once('.').is_some_and(|(_, ext)| PAGE_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str()))
+}
+
+/// The rule that drops a comment by the facts of its PR, if one does: the PR author's own
+/// comments, answers to an earlier comment of the thread, comments on a documentation page, and
+/// suggestions that only lay the same tokens out anew.
+pub fn fact_rule(facts: &Facts<'_>) -> Option<Rule> {
+    if facts.by_pr_author == Some(true) {
         return Some(AUTHOR);
     }
-    if is_reply == Some(true) {
+    if facts.is_reply == Some(true) {
         return Some(THREAD_REPLY);
     }
-    (suggestion == super::suggestion::Change::Layout).then_some(LAYOUT)
+    if is_documentation_page(facts.path) {
+        return Some(PAGE);
+    }
+    (facts.suggestion == super::suggestion::Change::Layout).then_some(LAYOUT)
 }
 
 /// The rule that drops `comment`, if one does.
@@ -297,21 +324,24 @@ mod tests {
     }
 
     #[test]
-    fn facts_of_the_pr_drop_the_authors_answers_and_layout_only_suggestions() {
+    fn facts_of_the_pr_drop_answers_documentation_pages_and_layout_only_suggestions() {
         use super::super::suggestion::Change;
+        let facts = |by_pr_author, is_reply, path, suggestion| {
+            fact_rule(&Facts { by_pr_author, is_reply, path, suggestion }).map(|r| r.name)
+        };
+        assert_eq!(facts(Some(true), None, "a.py", Change::Tokens), Some("author"), "whatever it says");
+        assert_eq!(facts(Some(false), Some(true), "a.py", Change::Tokens), Some("thread reply"));
+        assert_eq!(facts(Some(false), None, "a.py", Change::Layout), Some("layout"));
+        assert_eq!(facts(None, None, "docs/guide/Intro.RST", Change::Tokens), Some("documentation page"));
+        assert_eq!(facts(None, None, "README.md", Change::Unknown), Some("documentation page"));
+        assert_eq!(facts(None, None, "requirements.txt", Change::Unknown), None, "a pin is not prose");
+        assert_eq!(facts(None, None, "a.py", Change::Tokens), None);
         assert_eq!(
-            fact_rule(Some(true), None, Change::Tokens),
-            Some(AUTHOR),
-            "the author's, whatever it says"
+            facts(Some(false), Some(false), "docs/conf.py", Change::Unknown),
+            None,
+            "code under docs/"
         );
-        assert_eq!(fact_rule(Some(false), None, Change::Layout), Some(LAYOUT));
-        assert_eq!(fact_rule(None, None, Change::Tokens), None);
-        assert_eq!(fact_rule(Some(false), Some(false), Change::Unknown), None);
-        assert_eq!(
-            fact_rule(Some(false), Some(true), Change::Tokens),
-            Some(THREAD_REPLY),
-            "another reviewer's answer"
-        );
+        assert_eq!(facts(None, None, "Makefile", Change::Unknown), None);
     }
 
     #[test]
