@@ -133,7 +133,8 @@ impl StageContext<'_> {
             .map_err(|e| ConfigError::new(key, format!("{}: {e}", full.display())))
     }
 
-    fn prompt_text(&self, key: &str, path: &Path) -> Result<String, ConfigError> {
+    /// The text of the prompt file at `path` (config key `key`): a regular file of bounded size.
+    pub fn prompt_text(&self, key: &str, path: &Path) -> Result<String, ConfigError> {
         let full = self.dir.join(path);
         crate::engine::files::read_regular_text(&full, crate::engine::files::MAX_CONFIG_BYTES)
             .map_err(|e| ConfigError::new(key, format!("cannot read {}: {e}", full.display())))

@@ -71,9 +71,10 @@ pub struct Config {
     pub precision_bar: f64,
     /// The keep threshold recorded by `curate gold --record`; without it the model's word decides.
     pub calibration: Option<PathBuf>,
-    /// Decide from facts of the PR too, before the wording: a comment by the PR's own author, or
-    /// one that answers an earlier comment of its thread, is dropped, and a suggestion block by what it changes against the lines it would replace
-    /// (layout only: dropped; other tokens: never dropped as a bare suggestion).
+    /// Decide from facts of the PR too, before the wording ([`rules::fact_rule`]): the PR author's
+    /// own comments, answers to an earlier comment of the thread and comments on documentation
+    /// pages are dropped, and a suggestion block is judged by what it changes against the lines it
+    /// would replace (layout only: dropped; other tokens: never dropped as a bare suggestion).
     #[serde(default)]
     pub pr_facts: bool,
     /// Yes-or-no questions asked after the verdict, each a prompt file: with only a `[user]` part
@@ -331,12 +332,13 @@ impl Filter {
         let mut hashed = template_part(&prompt).to_string();
         let mut questions = Vec::new();
         for path in &config.questions {
-            let text = std::fs::read_to_string(ctx.dir.join(path))
+            let text = ctx.prompt_text("questions", path)?;
+            let template = Template::parse(&text, &PLACEHOLDERS)
                 .map_err(|e| ConfigError::new("questions", format!("{}: {e}", path.display())))?;
             hashed.push_str("\n[question]\n");
             hashed.push_str(template_part(&text));
             let name = path.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-            questions.push((name, ctx.template("questions", path, &PLACEHOLDERS)?));
+            questions.push((name, template));
         }
         let prompt_sha256 = hex::encode(sha2::Sha256::digest(hashed));
         let settings = ctx.llm.merged(&config.llm).settings();
