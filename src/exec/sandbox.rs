@@ -14,12 +14,21 @@ use std::time::{Duration, Instant};
 use bollard::Docker;
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, KillContainerOptionsBuilder, LogsOptionsBuilder,
-    RemoveContainerOptionsBuilder, UploadToContainerOptionsBuilder, WaitContainerOptionsBuilder,
+    AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, KillContainerOptionsBuilder,
+    LogsOptionsBuilder, RemoveContainerOptionsBuilder, WaitContainerOptionsBuilder,
 };
 use futures_util::StreamExt;
 
 use super::docker::{ExecError, image_exists};
+
+/// How a run's files get in: a tar archive on the command's standard input, unpacked before the
+/// command starts (in place of an upload to the created container, which on a FUSE storage driver
+/// mounts and unmounts its file system once more per run). A failure to unpack is not the
+/// command's: it exits with [`UNPACK_FAILED`].
+const UNPACK: &str = "tar -x -f - -C / --no-same-owner --no-same-permissions 2>&1 \
+    || { echo curate-unpack-failed; exit 125; }; exec \"$@\" </dev/null";
+/// What [`UNPACK`] prints, and its exit code, when the files did not unpack.
+const UNPACK_FAILED: (&str, i64) = ("curate-unpack-failed", 125);
 
 /// Output kept from a run; the rest is cut from the middle.
 const OUTPUT_LIMIT: usize = 64 * 1024;
@@ -197,9 +206,11 @@ pub async fn run(docker: &Docker, spec: &RunSpec) -> Result<RunResult, ExecError
     }
     // The limit inside the container too: if this process dies, the container still stops.
     let limit = (spec.timeout.as_secs() + INSIDE_GRACE_SECS).to_string();
+    let unpack: &[&str] = if spec.files.is_empty() { &[] } else { &["sh", "-c", UNPACK, "curate-unpack"] };
     let command: Vec<String> = ["timeout", "-s", "KILL", &limit]
-        .into_iter()
-        .map(String::from)
+        .iter()
+        .chain(unpack)
+        .map(|s| s.to_string())
         .chain(spec.command.iter().cloned())
         .collect();
     let mut labels = std::collections::HashMap::from([(LABEL.to_string(), "1".to_string())]);
@@ -212,6 +223,10 @@ pub async fn run(docker: &Docker, spec: &RunSpec) -> Result<RunResult, ExecError
         working_dir: Some(spec.workdir.clone()),
         env: Some(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
         network_disabled: Some(true),
+        // The run's files come in on its standard input (see [`UNPACK`]).
+        open_stdin: Some(!spec.files.is_empty()),
+        stdin_once: Some(!spec.files.is_empty()),
+        attach_stdin: Some(!spec.files.is_empty()),
         // The same name on every run: not the container's id, which a test or a log could print
         // and make two runs of the same check differ.
         hostname: Some("sandbox".into()),
@@ -253,19 +268,41 @@ pub async fn run(docker: &Docker, spec: &RunSpec) -> Result<RunResult, ExecError
     Ok(result)
 }
 
-/// Runs the created container `id`: its files in, started, waited for up to the spec's timeout
-/// (then killed), its OOM flag and output read. Each call to the daemon is given `limit`.
+/// Runs the created container `id`: started with its files on its standard input, waited for up to
+/// the spec's timeout (then killed), its OOM flag and output read. Each call to the daemon is given
+/// `limit`.
 async fn run_in(docker: &Docker, id: &str, spec: &RunSpec, limit: Duration) -> Result<RunResult, ExecError> {
-    if !spec.files.is_empty() {
-        let tar = tar_of(&spec.files)?;
-        let upload_limit = limit + Duration::from_secs((tar.len() >> 20) as u64);
-        let options = UploadToContainerOptionsBuilder::default().path("/").build();
-        let upload = docker.upload_to_container(id, Some(options), bollard::body_full(tar.into()));
-        answered("upload files", upload_limit, upload).await?;
-    }
+    let files = match spec.files.is_empty() {
+        true => None,
+        false => {
+            let tar = tar_of(&spec.files)?;
+            let options = AttachContainerOptionsBuilder::default().stdin(true).stream(true).build();
+            let attached =
+                answered("attach to container", limit, docker.attach_container(id, Some(options))).await?;
+            // Written while the container starts and reads it: a tree larger than the pipe's
+            // buffer would otherwise wait for a reader that has not started.
+            let mut input = attached.input;
+            let upload_limit = limit + Duration::from_secs((tar.len() >> 20) as u64);
+            Some((
+                upload_limit,
+                tokio::spawn(async move {
+                    use tokio::io::AsyncWriteExt;
+                    input.write_all(&tar).await?;
+                    input.shutdown().await
+                }),
+            ))
+        }
+    };
     let t0 = Instant::now();
     let start = docker.start_container(id, None::<bollard::query_parameters::StartContainerOptions>);
     answered("start container", limit, start).await?;
+    if let Some((upload_limit, writing)) = files {
+        let written =
+            async { writing.await.map_err(|e| ExecError::Other(format!("the upload stopped: {e}"))) };
+        answered("upload files", upload_limit, written)
+            .await?
+            .map_err(|e| ExecError::Other(format!("cannot send the run's files: {e}")))?;
+    }
     let mut wait = docker.wait_container(id, Some(WaitContainerOptionsBuilder::default().build()));
     let waited = tokio::time::timeout(spec.timeout, wait.next()).await;
     let (exit_code, timed_out) = match waited {
@@ -311,6 +348,10 @@ async fn run_in(docker: &Docker, id: &str, spec: &RunSpec, limit: Duration) -> R
     };
     let output = answered("read logs", limit, read_logs).await?;
     let output = crate::text::keep_ends(&String::from_utf8_lossy(&output), OUTPUT_LIMIT);
+    if !spec.files.is_empty() && exit_code == Some(UNPACK_FAILED.1) && output.contains(UNPACK_FAILED.0) {
+        let said = output.replace(UNPACK_FAILED.0, "");
+        return Err(ExecError::Other(format!("the run's files did not unpack: {}", said.trim())));
+    }
     Ok(RunResult {
         exit_code: if timed_out { None } else { exit_code },
         timed_out,

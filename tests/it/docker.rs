@@ -47,6 +47,36 @@ async fn exit_codes_output_and_files() {
     assert!(gone(&d, &failing.container).await);
 }
 
+/// A run's files come in on its standard input: more of them than a pipe holds arrive whole,
+/// before the command starts, and a file that cannot be written is the run's error, not the
+/// command's exit code.
+#[tokio::test]
+async fn files_larger_than_a_pipe_arrive_whole_and_a_failed_unpack_is_an_error() {
+    let Some(d) = docker("the sandbox test: large files arrive whole").await else { return };
+    let big: Vec<u8> = (0..6u32 << 20).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    let check = "import hashlib\nprint(hashlib.sha256(open('/data/big.bin','rb').read()).hexdigest())\n\
+                 print(open('/data/deep/a/b/small.txt').read())\n";
+    let mut spec = RunSpec::new(BASE, &["python3", "/data/check.py"]);
+    spec.files.push(("/data/big.bin".into(), big.clone()));
+    spec.files.push(("/data/deep/a/b/small.txt".into(), b"small".to_vec()));
+    spec.files.push(("/data/check.py".into(), check.as_bytes().to_vec()));
+    let r = run(&d, &spec).await.unwrap();
+    assert_eq!(r.exit_code, Some(0), "{}", r.output);
+    let want = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(&big))
+    };
+    assert!(r.output.contains(&want) && r.output.contains("small"), "{}", r.output);
+
+    // /proc is not a place a file can be made: the run errs and says so.
+    let mut spec = RunSpec::new(BASE, &["true"]);
+    spec.files.push(("/proc/curate-nope".into(), b"x".to_vec()));
+    match run(&d, &spec).await {
+        Err(e) => assert!(e.to_string().contains("did not unpack"), "{e}"),
+        Ok(r) => panic!("a run whose files did not unpack ran: {:?} {}", r.exit_code, r.output),
+    }
+}
+
 #[tokio::test]
 async fn a_runaway_loop_is_killed_at_the_timeout() {
     let Some(d) = docker("the sandbox test: a runaway loop is killed at the timeout").await else { return };
