@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::docker::ExecError;
 use super::hosts::Executor;
-use super::testrun::{TEST_PIDS, TEST_TMP_BYTES, env_spec, tree_files};
+use super::testrun::{TEST_DISK_BYTES, TEST_PIDS, TEST_TMP_BYTES, env_spec, tree_files};
 
 /// The probe's source and where it runs from in the container.
 const PROBE: &str = include_str!("probe.py");
@@ -104,6 +104,7 @@ pub async fn run(
     spec.timeout = TIMEOUT;
     spec.pids = TEST_PIDS;
     spec.tmp_bytes = Some(TEST_TMP_BYTES);
+    spec.disk_bytes = Some(TEST_DISK_BYTES);
     spec.env.push(("PYTHONHASHSEED".into(), "0".into()));
     spec.files = tree_files(tree)?;
     spec.files.push((format!("{PROBE_DIR}/probe.py"), PROBE.as_bytes().to_vec()));
@@ -113,7 +114,11 @@ pub async fn run(
     probe.seconds = (r.duration.as_secs_f64() * 1000.0).round() / 1000.0;
     if probe.error.is_none() && r.exit_code != Some(0) {
         let tail: Vec<&str> = r.output.lines().rev().take(3).collect();
-        let why = if r.timed_out { "timed out".to_string() } else { format!("exit {:?}", r.exit_code) };
+        let why = match (r.timed_out, r.disk_full) {
+            (true, _) => "timed out".to_string(),
+            (_, true) => "wrote too much to disk".to_string(),
+            _ => format!("exit {:?}", r.exit_code),
+        };
         probe.error =
             Some(format!("the probe {why}: {}", tail.into_iter().rev().collect::<Vec<_>>().join(" | ")));
     }

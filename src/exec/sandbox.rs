@@ -145,6 +145,11 @@ pub struct RunSpec {
     pub tmp_bytes: Option<i64>,
     /// How long one call to the daemon may take (see [`CALL_SECS`]).
     pub call_limit: Duration,
+    /// What the run may write to disk beyond its files, in bytes: past it the run is killed and
+    /// [`RunResult::disk_full`] set. The storage drivers seen here (fuse-overlayfs, overlay2 on
+    /// ext4) have no quota, so the container's writable layer is measured while it runs, every
+    /// [`DISK_CHECK`], where this process can read it (a daemon on this machine). `None`: no check.
+    pub disk_bytes: Option<u64>,
 }
 
 impl RunSpec {
@@ -165,6 +170,7 @@ impl RunSpec {
             pids: 256,
             tmp_bytes: None,
             call_limit: call_limit(),
+            disk_bytes: None,
         }
     }
 }
@@ -176,6 +182,8 @@ pub struct RunResult {
     pub timed_out: bool,
     /// The kernel killed it for using more memory than allowed.
     pub oom_killed: bool,
+    /// Killed for writing more to disk than [`RunSpec::disk_bytes`] allows.
+    pub disk_full: bool,
     /// stdout and stderr interleaved, truncated in the middle past 64 KiB.
     pub output: String,
     pub duration: Duration,
@@ -304,22 +312,37 @@ async fn run_in(docker: &Docker, id: &str, spec: &RunSpec, limit: Duration) -> R
             .map_err(|e| ExecError::Other(format!("cannot send the run's files: {e}")))?;
     }
     let mut wait = docker.wait_container(id, Some(WaitContainerOptionsBuilder::default().build()));
-    let waited = tokio::time::timeout(spec.timeout, wait.next()).await;
-    let (exit_code, timed_out) = match waited {
-        Ok(Some(Ok(r))) => (Some(r.status_code), false),
+    let allowed =
+        spec.disk_bytes.map(|bytes| bytes + spec.files.iter().map(|(_, b)| b.len() as u64).sum::<u64>());
+    let watched = async {
+        tokio::select! {
+            exited = wait.next() => Some(exited),
+            () = disk_overrun(docker, id, allowed, limit) => None,
+        }
+    };
+    let kill = || async {
+        let kill = KillContainerOptionsBuilder::default().signal("KILL").build();
+        // Gone already is fine; no answer at all is not.
+        match answered("kill container", limit, docker.kill_container(id, Some(kill))).await {
+            Err(e @ ExecError::Unresponsive { .. }) => Err(e),
+            _ => Ok(()),
+        }
+    };
+    let (exit_code, timed_out, disk_full) = match tokio::time::timeout(spec.timeout, watched).await {
+        Ok(Some(Some(Ok(r)))) => (Some(r.status_code), false, false),
         // A non-zero exit comes back as an error carrying the code.
-        Ok(Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. }))) => (Some(code), false),
-        Ok(Some(Err(e))) => return Err(e.into()),
-        Ok(None) => (None, false),
+        Ok(Some(Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })))) => {
+            (Some(code), false, false)
+        }
+        Ok(Some(Some(Err(e)))) => return Err(e.into()),
+        Ok(Some(None)) => (None, false, false),
+        Ok(None) => {
+            kill().await?;
+            (None, false, true)
+        }
         Err(_) => {
-            let kill = KillContainerOptionsBuilder::default().signal("KILL").build();
-            // Gone already is fine; no answer at all is not.
-            if let Err(e @ ExecError::Unresponsive { .. }) =
-                answered("kill container", limit, docker.kill_container(id, Some(kill))).await
-            {
-                return Err(e);
-            }
-            (None, true)
+            kill().await?;
+            (None, true, false)
         }
     };
     let duration = t0.elapsed();
@@ -356,10 +379,54 @@ async fn run_in(docker: &Docker, id: &str, spec: &RunSpec, limit: Duration) -> R
         exit_code: if timed_out { None } else { exit_code },
         timed_out,
         oom_killed,
+        disk_full,
         output,
         duration,
         container: String::new(),
     })
+}
+
+/// How often a run's writable layer is measured against [`RunSpec::disk_bytes`]. A run that ends
+/// sooner (most test runs) is never measured.
+pub const DISK_CHECK: Duration = Duration::from_secs(1);
+
+/// Resolves once the container `id` holds more than `allowed` bytes in its writable layer; never
+/// when there is no limit or the layer is not a directory this process can read (a daemon on
+/// another machine, a driver that names none).
+async fn disk_overrun(docker: &Docker, id: &str, allowed: Option<u64>, limit: Duration) {
+    let Some(allowed) = allowed else { return std::future::pending().await };
+    tokio::time::sleep(DISK_CHECK).await;
+    let inspect = docker.inspect_container(id, None::<bollard::query_parameters::InspectContainerOptions>);
+    let upper = match answered("inspect container", limit, inspect).await {
+        Ok(c) => c.graph_driver.and_then(|g| g.data.get("UpperDir").cloned()),
+        Err(_) => None,
+    };
+    let Some(upper) = upper.map(std::path::PathBuf::from).filter(|d| d.is_dir()) else {
+        return std::future::pending().await;
+    };
+    loop {
+        let dir = upper.clone();
+        let used = tokio::task::spawn_blocking(move || disk_used(&dir)).await.unwrap_or(0);
+        if used > allowed {
+            return;
+        }
+        tokio::time::sleep(DISK_CHECK).await;
+    }
+}
+
+/// The bytes of disk the files under `dir` take (their allocated blocks: a sparse file counts what
+/// it holds, not its length), symbolic links not followed.
+fn disk_used(dir: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => m.blocks() * 512 + disk_used(&e.path()),
+            Ok(m) => m.blocks() * 512,
+            Err(_) => 0,
+        })
+        .sum()
 }
 
 #[cfg(test)]

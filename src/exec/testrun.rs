@@ -27,6 +27,9 @@ pub const TEST_PIDS: i64 = 128;
 /// The size of a test run's `/tmp`, held in memory (see [`RunSpec::tmp_bytes`]): room for what
 /// tests keep in pytest's `tmp_path`, and a test that fills the disk stops here.
 pub const TEST_TMP_BYTES: i64 = 256 << 20;
+/// What a test run may write to disk outside `/tmp` (see [`RunSpec::disk_bytes`]): room for a
+/// project's tests that build something in their tree, and a test that fills the disk stops here.
+pub const TEST_DISK_BYTES: u64 = 1 << 30;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -54,6 +57,8 @@ pub enum Verdict {
     /// The process ended before pytest finished its session (the test called `os._exit`, the
     /// interpreter crashed): its exit code is not pytest's verdict.
     Aborted,
+    /// Killed for writing more than [`TEST_DISK_BYTES`] to disk.
+    DiskFull,
 }
 
 impl Verdict {
@@ -314,6 +319,7 @@ async fn run_pytest(
     spec.timeout = timeout;
     spec.pids = TEST_PIDS;
     spec.tmp_bytes = Some(TEST_TMP_BYTES);
+    spec.disk_bytes = Some(TEST_DISK_BYTES);
     spec.env.push(("PYTHONHASHSEED".into(), seed.to_string()));
     spec.files = tree_files(tree)?;
     match target {
@@ -351,6 +357,7 @@ async fn run_pytest(
     let (output, outcomes) = split_packed(&output, OUTCOMES);
     let (output, finished) = split_finished(&output);
     let verdict = match verdict(r.oom_killed, r.exit_code, r.timed_out, &output) {
+        _ if r.disk_full => Verdict::DiskFull,
         Verdict::Passed
         | Verdict::Assertion
         | Verdict::ExpectedExceptionMissing

@@ -32,6 +32,8 @@ pub enum Problem {
         files: Vec<String>,
     },
     OutOfMemory,
+    /// It wrote more to disk than a run may.
+    DiskFull,
     TooManyProcesses,
     Timeout,
     Syntax,
@@ -82,6 +84,7 @@ pub enum Problem {
 pub const TEXTS: &[TextSpec] = &[
     ("wrote", &["files"]),
     ("out of memory", &[]),
+    ("disk full", &[]),
     ("too many processes", &[]),
     ("timed out", &[]),
     ("syntax error", &[]),
@@ -118,6 +121,7 @@ impl Problem {
         match self {
             Wrote { files } => with("wrote", &[("files", files.join(", "))]),
             OutOfMemory => plain("out of memory"),
+            DiskFull => plain("disk full"),
             TooManyProcesses => plain("too many processes"),
             Timeout => plain("timed out"),
             Syntax => plain("syntax error"),
@@ -156,6 +160,7 @@ pub mod reasons {
     pub const WRITES: &str = "writes into the repository";
     pub const TIMEOUT: &str = "timed out";
     pub const OUT_OF_MEMORY: &str = "out of memory";
+    pub const DISK_FULL: &str = "wrote too much to disk";
     pub const TOO_MANY_PROCESSES: &str = "too many processes";
     pub const SYNTAX: &str = "syntax error in the test";
     pub const BROKEN_IMPORT: &str = "broken import in the test";
@@ -214,6 +219,9 @@ pub fn judge(reviewed: &TestRun, fixed: &TestRun, project: &[String]) -> Result<
     }
     if reviewed.verdict == Verdict::OutOfMemory || fixed.verdict == Verdict::OutOfMemory {
         return Err(Miss::new(OUT_OF_MEMORY, Problem::OutOfMemory));
+    }
+    if reviewed.verdict == Verdict::DiskFull || fixed.verdict == Verdict::DiskFull {
+        return Err(Miss::new(DISK_FULL, Problem::DiskFull));
     }
     if reviewed.verdict == Verdict::TooManyProcesses || fixed.verdict == Verdict::TooManyProcesses {
         return Err(Miss::new(TOO_MANY_PROCESSES, Problem::TooManyProcesses));
@@ -326,6 +334,7 @@ mod tests {
         let all = [
             Problem::Wrote { files: vec!["/repo/a".into(), "/repo/b".into()] },
             Problem::OutOfMemory,
+            Problem::DiskFull,
             Problem::TooManyProcesses,
             Problem::Timeout,
             Problem::Syntax,
@@ -360,7 +369,7 @@ mod tests {
             all[0].text(&texts),
             "The test wrote into the repository (/repo/a, /repo/b). Tests must leave the project's files alone; use pytest's tmp_path for files."
         );
-        let not_read = all[16].text(&texts);
+        let not_read = all[17].text(&texts);
         assert!(
             not_read
                 .starts_with("The test passes on the changed code, but it does not read median or Stats,")
@@ -419,6 +428,7 @@ mod tests {
             judge(&pass, &run(Verdict::TooManyProcesses, ""), &p).unwrap_err().reason,
             reasons::TOO_MANY_PROCESSES
         );
+        assert_eq!(judge(&fail, &run(Verdict::DiskFull, ""), &p).unwrap_err().reason, reasons::DISK_FULL);
         let mut writer = fail.clone();
         writer.wrote = vec!["/repo/out.json".into()];
         let miss = judge(&writer, &pass, &p).unwrap_err();

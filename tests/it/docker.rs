@@ -77,6 +77,41 @@ async fn files_larger_than_a_pipe_arrive_whole_and_a_failed_unpack_is_an_error()
     }
 }
 
+/// The storage driver has no quota: the writable layer is measured while a run goes on, and a run
+/// that writes past its allowance is killed long before its time limit, while one that stays
+/// under it (its own files not counted) runs to its end.
+#[tokio::test]
+async fn a_run_that_fills_the_disk_is_killed_and_says_so() {
+    let Some(d) = docker("the sandbox test: a run that fills the disk is killed").await else { return };
+    let writer = |mib: u32| {
+        let mut spec = RunSpec::new(
+            BASE,
+            &[
+                "sh",
+                "-c",
+                &format!(
+                    "dd if=/dev/urandom of=/root/fill bs=1M count={mib} 2>/dev/null; sleep 4; echo done"
+                ),
+            ],
+        );
+        spec.timeout = Duration::from_secs(60);
+        spec.disk_bytes = Some(64 << 20);
+        // 40 MiB of its own files, which the allowance does not count.
+        spec.files.push(("/work/own.bin".into(), vec![7u8; 40 << 20]));
+        spec
+    };
+    let t0 = std::time::Instant::now();
+    let filled = run(&d, &writer(400)).await.unwrap();
+    assert!(filled.disk_full, "{:?} {}", filled.exit_code, filled.output);
+    assert!(!filled.timed_out && filled.exit_code.is_none() && !filled.output.contains("done"));
+    assert!(t0.elapsed() < Duration::from_secs(30), "killed at {:?}", t0.elapsed());
+    assert!(gone(&d, &filled.container).await);
+
+    let small = run(&d, &writer(16)).await.unwrap();
+    assert!(!small.disk_full && small.exit_code == Some(0), "{}", small.output);
+    assert!(small.output.contains("done"), "{}", small.output);
+}
+
 #[tokio::test]
 async fn a_runaway_loop_is_killed_at_the_timeout() {
     let Some(d) = docker("the sandbox test: a runaway loop is killed at the timeout").await else { return };
