@@ -399,12 +399,8 @@ fn split_packed<T: serde::de::DeserializeOwned + Default>(output: &str, marker: 
     use base64::Engine;
     use std::io::Read;
     let mut read = T::default();
-    let mut rest = String::with_capacity(output.len());
-    for line in output.split_inclusive('\n') {
-        let Some(packed) = line.strip_prefix(marker) else {
-            rest.push_str(line);
-            continue;
-        };
+    let (rest, lines) = take_marked(output, marker);
+    for packed in lines {
         let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(packed.trim()) else { continue };
         let mut json = String::new();
         if flate2::read::ZlibDecoder::new(bytes.as_slice()).read_to_string(&mut json).is_ok() {
@@ -446,21 +442,41 @@ pub async fn project_outcomes(
 /// Splits the tracing plugin's line from what pytest printed: per repository-relative file, the
 /// lines executed (nothing when the plugin printed nothing).
 fn split_trace(output: &str) -> (String, BTreeMap<String, Vec<u64>>) {
+    let (rest, lines) = take_marked(output, TRACED);
     let mut traced = BTreeMap::new();
-    let mut rest = String::with_capacity(output.len());
-    for line in output.split_inclusive('\n') {
-        match line.strip_prefix(TRACED) {
-            Some(json) => {
-                let hits: BTreeMap<String, Vec<u64>> = serde_json::from_str(json.trim()).unwrap_or_default();
-                for (path, lines) in hits {
-                    let relative = path.strip_prefix(&format!("{REPO}/")).unwrap_or(&path).to_string();
-                    traced.insert(relative, lines);
-                }
-            }
-            None => rest.push_str(line),
+    for json in lines {
+        let hits: BTreeMap<String, Vec<u64>> = serde_json::from_str(json.trim()).unwrap_or_default();
+        for (path, lines) in hits {
+            let relative = path.strip_prefix(&format!("{REPO}/")).unwrap_or(&path).to_string();
+            traced.insert(relative, lines);
         }
     }
     (rest, traced)
+}
+
+/// Takes every line a plugin of curate's printed after `marker` out of what the run printed, with
+/// the newline the plugin wrote before it (which ended pytest's progress line early), so the rest
+/// is byte for byte what pytest printed without the plugin; and the lines' text after the marker.
+fn take_marked(output: &str, marker: &str) -> (String, Vec<String>) {
+    let mut rest = String::with_capacity(output.len());
+    let mut taken = Vec::new();
+    let mut from = 0;
+    while let Some(at) = output[from..].find(marker).map(|at| at + from) {
+        let at_line_start = at == 0 || output.as_bytes()[at - 1] == b'\n';
+        let end = output[at..].find('\n').map(|e| at + e + 1).unwrap_or(output.len());
+        if !at_line_start {
+            rest.push_str(&output[from..end]);
+            from = end;
+            continue;
+        }
+        // The plugin's own newline before the marker, when there is one.
+        let cut = if at > 0 { at - 1 } else { at };
+        rest.push_str(&output[from..cut.max(from)]);
+        taken.push(output[at + marker.len()..end].trim_end_matches('\n').to_string());
+        from = end;
+    }
+    rest.push_str(&output[from..]);
+    (rest, taken)
 }
 
 /// The file name a test runs under.
@@ -615,7 +631,7 @@ mod tests {
         z.write_all(json.as_bytes()).unwrap();
         let packed = base64::engine::general_purpose::STANDARD.encode(z.finish().unwrap());
         let (out, outcomes): (_, BTreeMap<String, NodeOutcome>) =
-            split_packed(&format!("F.\n{OUTCOMES}{packed}\n1 failed\n"), OUTCOMES);
+            split_packed(&format!("F.\n{OUTCOMES}{packed}\n\n1 failed\n"), OUTCOMES);
         assert_eq!(out, "F.\n1 failed\n");
         assert_eq!(outcomes["t/test_a.py::test_x[1]"], NodeOutcome::Failed);
         assert_eq!(outcomes["t/test_a.py::test_y"], NodeOutcome::Passed);
@@ -623,6 +639,20 @@ mod tests {
         let (_, none): (_, BTreeMap<String, NodeOutcome>) =
             split_packed(&format!("{OUTCOMES}not base64 at all\n"), OUTCOMES);
         assert!(none.is_empty());
+    }
+
+    #[test]
+    fn the_trace_comes_out_leaving_what_pytest_printed_byte_for_byte() {
+        // As a run printed it: the plugin's newline ends the progress line early, and pytest's own
+        // newline follows the plugin's line.
+        let plain = "F                                                                        [100%]\n=== FAILURES ===\n1 failed in 0.01s\n";
+        let traced = "F                                                                        [100%]\ncurate-trace: {\"/repo/m.py\": [1, 4]}\n\n=== FAILURES ===\n1 failed in 0.01s\n";
+        let (rest, lines) = split_trace(traced);
+        assert_eq!(rest, plain);
+        assert_eq!(lines["m.py"], [1, 4]);
+        // A marker inside a line of pytest's is not the plugin's.
+        let quoted = "E   assert 'curate-trace: x' == ''\n";
+        assert_eq!(split_trace(quoted), (quoted.to_string(), BTreeMap::new()));
     }
 
     #[test]

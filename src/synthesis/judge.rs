@@ -320,7 +320,7 @@ impl Judge<'_> {
         reads: Option<&str>,
         record: &mut Value,
     ) -> Result<(Result<Verdict, Miss>, (TestRun, TestRun)), JudgeError> {
-        let (reviewed, after) = self.both(target, trees, 0).await?;
+        let (reviewed, (after, traced)) = self.first_runs(target, trees, reads).await?;
         record["reviewed"] = run_record(&reviewed);
         record["fixed"] = run_record(&after);
         let judged = match judge(&reviewed, &after, self.packages) {
@@ -328,11 +328,44 @@ impl Judge<'_> {
             Err(miss) => Err(miss),
         };
         let judged = match (judged, &self.attribution) {
-            (Ok(()), Some(attributed)) => self.relevance(attributed, target, trees, reads, record).await?,
+            (Ok(()), Some(attributed)) => {
+                let traced = traced.map(|lines| (after.verdict, lines));
+                self.relevance(attributed, target, trees, reads, traced, record).await?
+            }
             (judged, _) => judged,
         };
         let verdict = reviewed.verdict;
         Ok((judged.map(|()| verdict), (reviewed, after)))
+    }
+
+    /// The first run of the target on both sides, at once, under hash seed 0. When the relevance
+    /// gate would trace the fixed side (an attribution with Python lines, and a behavioural test),
+    /// that run is the traced one: the gate reads its trace, and no run of its own is needed.
+    async fn first_runs(
+        &self,
+        target: Target<'_>,
+        trees: Trees<'_>,
+        reads: Option<&str>,
+    ) -> Result<(TestRun, (TestRun, Option<BTreeMap<String, Vec<u64>>>)), JudgeError> {
+        let files = match (&self.attribution, reads) {
+            (Some(attributed), None) => {
+                let texts = partial::fixed_texts(&attributed.changes, trees.fixed);
+                let targets = relevance::targets(&attributed.changes, |path: &str| texts.get(path).cloned());
+                Some(targets.into_keys().collect::<Vec<String>>()).filter(|files| !files.is_empty())
+            }
+            _ => None,
+        };
+        let Some(files) = files else {
+            let (reviewed, after) = self.both(target, trees, 0).await?;
+            return Ok((reviewed, (after, None)));
+        };
+        let (docker, images, t) = (self.docker, self.images, self.timeout);
+        let (reviewed, after) = tokio::join!(
+            run_target(docker, images.reviewed, trees.reviewed, target, t, 0),
+            run_target_traced(docker, images.fixed, trees.fixed, target, t, &files)
+        );
+        let (after, traced) = after?;
+        Ok((reviewed?, (after, Some(traced))))
     }
 
     /// Runs the target on both sides at once, under Python hash seed `seed`.
@@ -383,6 +416,7 @@ impl Judge<'_> {
         target: Target<'_>,
         trees: Trees<'_>,
         reads: Option<&str>,
+        traced: Option<(Verdict, BTreeMap<String, Vec<u64>>)>,
         record: &mut Value,
     ) -> Result<Result<(), Miss>, JudgeError> {
         let changes = &attributed.changes;
@@ -406,16 +440,23 @@ impl Judge<'_> {
                 None => Err(irrelevant(Problem::NotRead { names, lines })),
             });
         }
-        let files: Vec<String> = targets.keys().cloned().collect();
-        let (run, traced) =
-            run_target_traced(self.docker, self.images.fixed, trees.fixed, target, self.timeout, &files)
-                .await?;
+        let (verdict, traced) = match traced {
+            Some(first) => first,
+            None => {
+                let files: Vec<String> = targets.keys().cloned().collect();
+                let docker = self.docker;
+                let (run, traced) =
+                    run_target_traced(docker, self.images.fixed, trees.fixed, target, self.timeout, &files)
+                        .await?;
+                (run.verdict, traced)
+            }
+        };
         let covered = relevance::covered(&targets, &traced);
         record["relevance"] = json!({
             "how": attributed.how,
             "targets": targets,
             "covered": covered,
-            "traced_verdict": run.verdict,
+            "traced_verdict": verdict,
         });
         let never_runs = || irrelevant(Problem::NeverRuns { lines: lines.clone() });
         // Lines that run only at import are in no trace: then the partial revert decides alone.
