@@ -121,16 +121,30 @@ impl StageContext<'_> {
     /// The prompt template at `path` (relative to the pipeline file), checked to use only the
     /// `known` placeholders; errors name the config `key`.
     pub fn template(&self, key: &str, path: &Path, known: &[&str]) -> Result<Template, ConfigError> {
-        Template::parse(&self.prompt_text(key, path)?, known)
-            .map_err(|e| ConfigError::new(key, e.to_string()))
+        Self::template_of(key, &self.prompt_text(key, path)?, known)
+    }
+
+    /// [`StageContext::template`] of a prompt file's `text`, already read.
+    pub fn template_of(key: &str, text: &str, known: &[&str]) -> Result<Template, ConfigError> {
+        Template::parse(text, known).map_err(|e| ConfigError::new(key, e.to_string()))
     }
 
     /// The `[text KEY]` parts of the prompt file at `path` (config key `key`), each of `wanted`
     /// there with only its placeholders.
     pub fn texts(&self, key: &str, path: &Path, wanted: &[TextSpec]) -> Result<Texts, ConfigError> {
+        self.texts_of(key, path, &self.prompt_text(key, path)?, wanted)
+    }
+
+    /// [`StageContext::texts`] of the prompt file at `path`, whose `text` is already read.
+    pub fn texts_of(
+        &self,
+        key: &str,
+        path: &Path,
+        text: &str,
+        wanted: &[TextSpec],
+    ) -> Result<Texts, ConfigError> {
         let full = self.dir.join(path);
-        Texts::parse(&self.prompt_text(key, path)?, wanted)
-            .map_err(|e| ConfigError::new(key, format!("{}: {e}", full.display())))
+        Texts::parse(text, wanted).map_err(|e| ConfigError::new(key, format!("{}: {e}", full.display())))
     }
 
     /// The text of the prompt file at `path` (config key `key`): a regular file of bounded size.

@@ -139,12 +139,21 @@ struct Scored {
     same_category: (usize, usize),
     /// Per rule: how often it fired, and on how many gold keeps.
     rules: BTreeMap<&'static str, (usize, usize)>,
-    /// Comment, split, gold keep, confidence, the model's reason.
-    rows: Vec<(String, String, bool, f64, String)>,
-    /// Per row: the model's word, its probability of keeping and each question's "yes", for the
-    /// scores file (a person weighing another way of combining them).
-    parts: Vec<serde_json::Value>,
+    rows: Vec<Row>,
     errors: Vec<String>,
+}
+
+/// One gold comment's judgement.
+struct Row {
+    id: String,
+    split: String,
+    gold_keep: bool,
+    confidence: f64,
+    /// The model's reason, or the rule that decided.
+    reason: String,
+    /// The model's word, its probability of keeping and each question's "yes": for the scores file
+    /// (a person weighing another way of combining them).
+    parts: serde_json::Value,
 }
 
 /// `results` in the order of `comments`; an error is only shown, next to its comment's id.
@@ -158,7 +167,6 @@ fn score(comments: &[GoldComment], results: Vec<Result<Judgement, impl std::fmt:
         same_category: (0, 0),
         rules: BTreeMap::new(),
         rows: Vec::new(),
-        parts: Vec::new(),
         errors: Vec::new(),
     };
     for (c, judged) in comments.iter().zip(results) {
@@ -193,15 +201,16 @@ fn score(comments: &[GoldComment], results: Vec<Result<Judgement, impl std::fmt:
         let heldout = c.split == "heldout";
         if heldout { &mut s.word_heldout } else { &mut s.word_tune }.add(gold_keep, word);
         if heldout { &mut s.heldout } else { &mut s.tune }.push((p, gold_keep));
-        s.rows.push((c.id.clone(), c.split.clone(), gold_keep, p, reason));
-        s.parts.push(match &judgement {
+        let parts = match &judgement {
             Judgement::Verdict(v, _) => serde_json::json!({
                 "word": v.keep,
                 "p_keep": v.p_keep,
                 "answers": v.answers.iter().cloned().collect::<BTreeMap<String, f64>>(),
             }),
             _ => serde_json::json!({"word": false}),
-        });
+        };
+        let (id, split) = (c.id.clone(), c.split.clone());
+        s.rows.push(Row { id, split, gold_keep, confidence: p, reason, parts });
     }
     s
 }
@@ -325,10 +334,11 @@ fn write_scores(file: &Path, scored: &Scored) -> Result<(), Failure> {
     let lines: Vec<String> = scored
         .rows
         .iter()
-        .zip(&scored.parts)
-        .map(|((id, split, gold_keep, p, reason), parts)| {
-            let mut row = serde_json::json!({"id": id, "split": split, "gold_keep": gold_keep, "confidence": p, "reason": reason});
-            if let (Some(row), Some(parts)) = (row.as_object_mut(), parts.as_object()) {
+        .map(|r| {
+            let mut row = serde_json::json!({
+                "id": r.id, "split": r.split, "gold_keep": r.gold_keep, "confidence": r.confidence, "reason": r.reason,
+            });
+            if let (Some(row), Some(parts)) = (row.as_object_mut(), r.parts.as_object()) {
                 row.extend(parts.clone());
             }
             row.to_string()
@@ -371,10 +381,10 @@ fn print_disagreements(scored: &Scored, threshold: Option<f64>) {
     let wrong: Vec<String> = scored
         .rows
         .iter()
-        .filter(|(_, _, gold_keep, p, reason)| *gold_keep != decided(*p, reason))
-        .map(|(id, split, gold_keep, p, reason)| {
-            let gold = if *gold_keep { "keep" } else { "drop" };
-            format!("{id} ({split}): gold {gold}, confidence {p:.3}: {reason}")
+        .filter(|r| r.gold_keep != decided(r.confidence, &r.reason))
+        .map(|r| {
+            let gold = if r.gold_keep { "keep" } else { "drop" };
+            format!("{} ({}): gold {gold}, confidence {:.3}: {}", r.id, r.split, r.confidence, r.reason)
         })
         .collect();
     if !wrong.is_empty() {

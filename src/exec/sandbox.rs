@@ -280,26 +280,22 @@ pub async fn run(docker: &Docker, spec: &RunSpec) -> Result<RunResult, ExecError
 /// the spec's timeout (then killed), its OOM flag and output read. Each call to the daemon is given
 /// `limit`.
 async fn run_in(docker: &Docker, id: &str, spec: &RunSpec, limit: Duration) -> Result<RunResult, ExecError> {
-    let files = match spec.files.is_empty() {
-        true => None,
-        false => {
-            let tar = tar_of(&spec.files)?;
-            let options = AttachContainerOptionsBuilder::default().stdin(true).stream(true).build();
-            let attached =
-                answered("attach to container", limit, docker.attach_container(id, Some(options))).await?;
-            // Written while the container starts and reads it: a tree larger than the pipe's
-            // buffer would otherwise wait for a reader that has not started.
-            let mut input = attached.input;
-            let upload_limit = limit + Duration::from_secs((tar.len() >> 20) as u64);
-            Some((
-                upload_limit,
-                tokio::spawn(async move {
-                    use tokio::io::AsyncWriteExt;
-                    input.write_all(&tar).await?;
-                    input.shutdown().await
-                }),
-            ))
-        }
+    // Written while the container starts and reads it: a tree larger than the pipe's buffer would
+    // otherwise wait for a reader that has not started.
+    let files = if spec.files.is_empty() {
+        None
+    } else {
+        let tar = tar_of(&spec.files)?;
+        let options = AttachContainerOptionsBuilder::default().stdin(true).stream(true).build();
+        let mut input =
+            answered("attach to container", limit, docker.attach_container(id, Some(options))).await?.input;
+        let upload_limit = limit + Duration::from_secs((tar.len() >> 20) as u64);
+        let writing = tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            input.write_all(&tar).await?;
+            input.shutdown().await
+        });
+        Some((upload_limit, writing))
     };
     let t0 = Instant::now();
     let start = docker.start_container(id, None::<bollard::query_parameters::StartContainerOptions>);

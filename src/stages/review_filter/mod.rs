@@ -323,10 +323,9 @@ fn keep_probability(answer: &crate::llm::Answer) -> Option<f64> {
 
 impl Filter {
     pub fn build(ctx: &StageContext, config: &Config) -> Result<Filter, ConfigError> {
-        let template = ctx.template("prompt", &config.prompt, &PLACEHOLDERS)?;
-        let texts = ctx.texts("prompt", &config.prompt, TEXTS)?;
-        let prompt = std::fs::read_to_string(ctx.dir.join(&config.prompt))
-            .map_err(|e| ConfigError::new("prompt", e.to_string()))?;
+        let prompt = ctx.prompt_text("prompt", &config.prompt)?;
+        let template = StageContext::template_of("prompt", &prompt, &PLACEHOLDERS)?;
+        let texts = ctx.texts_of("prompt", &config.prompt, &prompt, TEXTS)?;
         // The calibration reads the first answer's confidence, which the texts for a second try
         // never touch: it is tied to the template alone, and to the questions' templates.
         let mut hashed = template_part(&prompt).to_string();
