@@ -5,6 +5,7 @@
 //! repository at the reviewed commit installed in editable mode.
 
 pub mod detect;
+pub mod memory;
 pub mod model_repair;
 pub mod rebuild;
 pub mod recipe;

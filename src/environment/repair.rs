@@ -10,7 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 /// Changes to the heuristic recipe, gathered over the repairs of one environment.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Fixes {
     /// Debian packages installed in the dependency layer (headers, libraries, tools).
     pub system_packages: BTreeSet<String>,

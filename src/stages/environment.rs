@@ -21,6 +21,7 @@ use crate::engine::spec::parse_config;
 use crate::engine::stage::Meter;
 use crate::environment::detect::detect;
 use crate::environment::detect::{Project, Runner};
+use crate::environment::memory::{Remembered, RepairMemory};
 use crate::environment::model_repair;
 use crate::environment::recipe::suites_by_date;
 use crate::environment::recipe::{
@@ -71,6 +72,8 @@ struct Environment {
     verify_timeout: Duration,
     max_repairs: u32,
     advisor: Option<Advisor>,
+    /// Repairs that made an environment build, for the next run of the same recipe.
+    memory: RepairMemory,
 }
 
 /// The model of the repair step, and its prompt.
@@ -100,6 +103,7 @@ pub fn build_stage(ctx: &StageContext, config: &Mapping) -> Result<StageDef, Con
         verify_timeout: Duration::from_secs(config.verify_timeout_secs),
         max_repairs: config.max_repairs,
         advisor,
+        memory: RepairMemory::new(&ctx.cache.join("environments").join("repairs")),
     });
     Ok(StageDef {
         side_effects: true,
@@ -398,27 +402,47 @@ impl Environment {
         meter: &Meter,
     ) -> Result<Value, TaskError> {
         let p = self.prepare(pr).await?;
-        let suites = suites_by_date(p.project.requires_python.as_deref(), &p.pin);
-        let mut tried_suites: Vec<&str> = Vec::new();
-        let mut fixes = Fixes::default();
-        let mut attempts = Vec::new();
-        loop {
-            let r = repaired_recipe(&Inputs {
+        let recipe = |fixes: &Fixes| {
+            repaired_recipe(&Inputs {
                 project: &p.project,
                 repo: &pr.repo,
                 instance,
                 head: &pr.head_commit,
                 pin: &p.pin,
                 version: p.version.as_deref(),
-                fixes: &fixes,
+                fixes,
                 related_tests: &p.related,
             })
-            .map_err(|e| TaskError::reject(e.to_string()))?;
+            .map_err(|e| TaskError::reject(e.to_string()))
+        };
+        let key = RepairMemory::key(&pr.repo, &recipe(&Fixes::default())?);
+        if let Some(remembered) = self.memory.recall(&key) {
+            let r = recipe(&remembered.fixes)?;
+            if let Ok(built) = self.attempt(place, &r, instance, &pr.head_commit, &p.checkout).await? {
+                let attempts = serde_json::from_value(remembered.attempts).unwrap_or_default();
+                let mut record = output(&p, &r, built, &remembered.fixes, attempts)?;
+                record["repairs_remembered"] = json!(true);
+                return Ok(record);
+            }
+            self.memory.forget(&key);
+        }
+        let suites = suites_by_date(p.project.requires_python.as_deref(), &p.pin);
+        let mut tried_suites: Vec<&str> = Vec::new();
+        let mut fixes = Fixes::default();
+        let mut attempts = Vec::new();
+        loop {
+            let r = recipe(&fixes)?;
             if let Some((suite, _)) = suites.iter().find(|(s, _)| *s == r.suite) {
                 tried_suites.push(suite);
             }
             let failure = match self.attempt(place, &r, instance, &pr.head_commit, &p.checkout).await? {
-                Ok(built) => return output(&p, &r, built, &fixes, attempts),
+                Ok(built) => {
+                    if !attempts.is_empty() {
+                        let tried = serde_json::to_value(&attempts).unwrap_or(Value::Null);
+                        self.memory.remember(&key, &Remembered { fixes: fixes.clone(), attempts: tried });
+                    }
+                    return output(&p, &r, built, &fixes, attempts);
+                }
                 Err(failure) => failure,
             };
             let reason = failure.reason();
@@ -602,7 +626,7 @@ struct Seconds {
 
 /// A failed try: why, on which Python, the end of its log, and the repair it led to (`null` when
 /// none was found; absent once the repairs ran out).
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 struct Attempt {
     failed: String,
     python: String,

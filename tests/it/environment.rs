@@ -283,6 +283,29 @@ fn failed_builds_are_repaired_by_rule_and_every_attempt_is_kept() {
     assert_eq!(o["fixes"]["requirements"], json!(["simplejson"]), "{o}");
     assert!(o["repairs"][0]["failed"].as_str().unwrap().contains("No module named 'simplejson'"), "{o}");
 
+    // The next run of the same recipe, in a fresh state, builds the repaired one first and records
+    // the attempts it was spared; a memory that does not read is none, and is made again.
+    let again = |state: &str| {
+        let out = s.curate(&["run", "p.yaml", "--state", state]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        settled(&s, state)
+    };
+    let (state, second) = again("undeclared-again");
+    assert_eq!(state, "kept", "{second}");
+    assert_eq!(second["repairs_remembered"], json!(true), "{second}");
+    assert_eq!((&second["fixes"], &second["repairs"]), (&o["fixes"], &o["repairs"]));
+    let remembered = std::fs::read_dir(s.path("cache/environments/repairs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|f| std::fs::read_to_string(f).unwrap().contains("simplejson"))
+        .expect("the repairs of `undeclared` are remembered");
+    std::fs::write(&remembered, "damaged").unwrap();
+    let (state, third) = again("undeclared-third");
+    assert_eq!(state, "kept", "{third}");
+    assert!(third.get("repairs_remembered").is_none() && third["fixes"] == o["fixes"], "{third}");
+    assert!(std::fs::read_to_string(&remembered).unwrap().contains("simplejson"));
+
     // A dependency pinned to 2019 whose release then has no wheel for this Python and does not
     // build on it: that one package at its newest.
     let (state, o) = run(
