@@ -23,6 +23,9 @@ pub struct ReviewCommand {
     pub timeout: Duration,
     /// Keep only the comments on lines the patch adds (a linter run on whole files).
     pub changed_lines: bool,
+    /// The pipeline file's directory, given to the command as `CURATE_PIPELINE_DIR`, so that a
+    /// tool's script kept beside the pipeline is found from the copy the command runs in.
+    pub pipeline_dir: PathBuf,
 }
 
 /// The instance under review.
@@ -135,6 +138,7 @@ impl ReviewCommand {
         let env = [
             ("CURATE_PATCH_FILE", patch_file.as_path()),
             ("CURATE_DESCRIPTION_FILE", description_file.as_path()),
+            ("CURATE_PIPELINE_DIR", self.pipeline_dir.as_path()),
         ];
         let failed = |why: String| ToolReview { comments: Vec::new(), failure: Some(why) };
         let out = match run_shell(&command, copy, &env, self.timeout).await {
@@ -171,7 +175,12 @@ mod tests {
     }
 
     fn tool(command: &str, changed_lines: bool) -> ReviewCommand {
-        ReviewCommand { command: command.into(), timeout: Duration::from_secs(10), changed_lines }
+        ReviewCommand {
+            command: command.into(),
+            timeout: Duration::from_secs(10),
+            changed_lines,
+            pipeline_dir: PathBuf::from("/pipelines"),
+        }
     }
 
     /// A copy with pkg/m.py, and a work directory.
@@ -202,6 +211,16 @@ mod tests {
         assert_eq!(changed.comments.len(), 1);
         assert_eq!(changed.comments[0].line, Some(2));
         assert_eq!(changed.failure, None);
+    }
+
+    #[tokio::test]
+    async fn the_command_is_told_the_patch_the_description_and_the_pipelines_directory() {
+        let dir = dirs();
+        let copy = dir.path().join("repo");
+        let cache = ReviewCache { dir: dir.path().join("cache"), mode: CacheMode::Off };
+        let command = r#"echo "pkg/m.py:2: $(head -1 "$CURATE_DESCRIPTION_FILE") $(grep -c '^+import' "$CURATE_PATCH_FILE") $CURATE_PIPELINE_DIR""#;
+        let review = tool(command, false).review(&instance(), &copy, dir.path(), &cache).await.unwrap();
+        assert_eq!(review.comments[0].body, "t 1 /pipelines");
     }
 
     #[tokio::test]

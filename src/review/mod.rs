@@ -49,8 +49,9 @@ const LISTS: [&str; 4] = ["comments", "findings", "reviews", "results"];
 
 /// Reads the comments in what a reviewer printed: a JSON array of objects (`path`/`file`,
 /// `line`, `body`/`comment`/`text`; ruff's and pylint's JSON too), an object holding such an array
-/// (`comments`, `findings`, bandit's `results`), JSON lines, or plain `path:line: text` lines.
-/// Anything else is not a review.
+/// (`comments`, `findings`, bandit's `results`), JSON lines, Markdown whose issues link to their
+/// lines (PR-Agent's review, [`linked_issues`]), or plain `path:line: text` lines. Anything else is
+/// not a review.
 pub fn findings(output: &str) -> Vec<Finding> {
     let trimmed = output.trim();
     let from_value = |v: &Value| -> Vec<Finding> {
@@ -84,6 +85,10 @@ pub fn findings(output: &str) -> Vec<Finding> {
     if !json_lines.is_empty() {
         return json_lines;
     }
+    let linked = linked_issues(trimmed);
+    if !linked.is_empty() {
+        return linked;
+    }
     trimmed
         .lines()
         .filter_map(|l| {
@@ -98,6 +103,46 @@ pub fn findings(output: &str) -> Vec<Finding> {
             })
         })
         .collect()
+}
+
+/// The issues of a Markdown review that each link to the lines they are about, as PR-Agent
+/// writes them: a line holding `[Header](TARGET#L12-L14)`, then the issue's paragraphs up to the
+/// next such line or heading. TARGET is the file's path in the repository, or a web address with
+/// the path after `/blob/<commit>/`. The header (without its emphasis) and the paragraphs are the
+/// comment's body; the first line linked is its line.
+fn linked_issues(text: &str) -> Vec<Finding> {
+    let mut issues: Vec<Finding> = Vec::new();
+    let mut open = false;
+    for line in text.lines() {
+        if let Some((label, path, first)) = line_link(line) {
+            let rest = line[line.find("](").map_or(0, |i| i + 2)..].split_once(')').map_or("", |(_, r)| r);
+            let body = [label.replace("**", "").trim(), rest.trim()].join(" ").trim().to_string();
+            issues.push(Finding { path: Some(path), line: Some(first), body });
+            open = true;
+        } else if line.trim_start().starts_with('#') || line.trim() == "---" {
+            open = false;
+        } else if let Some(last) = issues.last_mut().filter(|_| open && !line.trim().is_empty()) {
+            last.body = format!("{}\n{}", last.body, line.trim());
+        }
+    }
+    issues.retain(|f| !f.body.is_empty());
+    issues
+}
+
+/// The first Markdown link of `line` whose target names lines (`...#L12` or `...#L12-L14`): its
+/// label, the file's path and the first line.
+fn line_link(line: &str) -> Option<(String, String, u64)> {
+    let open = line.find('[')?;
+    let middle = open + line[open..].find("](")?;
+    let close = middle + line[middle..].find(')')?;
+    let (label, target) = (&line[open + 1..middle], &line[middle + 2..close]);
+    let (file, lines) = target.rsplit_once("#L")?;
+    let first: u64 = lines.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
+    let path = match file.split_once("/blob/") {
+        Some((_, after)) => after.split_once('/')?.1,
+        None => file.trim_start_matches("./"),
+    };
+    (!path.is_empty() && !path.contains(' ')).then(|| (label.to_string(), path.to_string(), first))
 }
 
 /// Whether what a tool printed is a review that found nothing: an empty JSON list, bare or
@@ -193,6 +238,33 @@ pub fn nearest<'h>(finding: &Finding, humans: &'h [Finding]) -> Option<&'h Findi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_markdown_review_whose_issues_link_to_lines_gives_one_comment_an_issue() {
+        let review = "## PR Reviewer Guide\n\n### Recommended focus areas for review\n\n#### \n\
+            [**Possible Issue**](pkg/m.py#L3-L5)\n\nThe loop never ends when `n` is 0.\n\n\
+            Check the bound.\n\n\
+            [**Naming**](https://github.com/o/r/blob/0123abc/pkg/util.py#L12)\n\n`x` says nothing.\n\n\
+            ### Security concerns\n\nNo\n";
+        let found = findings(review);
+        assert_eq!(
+            found,
+            vec![
+                Finding {
+                    path: Some("pkg/m.py".into()),
+                    line: Some(3),
+                    body: "Possible Issue\nThe loop never ends when `n` is 0.\nCheck the bound.".into(),
+                },
+                Finding {
+                    path: Some("pkg/util.py".into()),
+                    line: Some(12),
+                    body: "Naming\n`x` says nothing.".into()
+                },
+            ]
+        );
+        // A link that names no lines is no issue, and prose alone is no review.
+        assert!(findings("See [the guide](docs/guide.md) for more.\nLooks good.").is_empty());
+    }
 
     #[test]
     fn the_nearest_human_comment_shares_the_file_first_then_the_line() {

@@ -41,7 +41,9 @@ enum ReviewerConfig {
     },
     Command {
         /// Run with `sh -c` in a copy of the reviewed code; `{patch_file}` is the patch under
-        /// review, `{description_file}` the PR's title and description.
+        /// review, `{description_file}` the PR's title and description (also in the environment,
+        /// as `CURATE_PATCH_FILE` and `CURATE_DESCRIPTION_FILE`, with `CURATE_PIPELINE_DIR`, the
+        /// pipeline file's directory).
         command: String,
         #[serde(default = "default_timeout")]
         timeout_secs: u64,
@@ -97,7 +99,12 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         }
         ReviewerConfig::Command { command, timeout_secs, changed_lines } => (
             Reviewer::Command {
-                tool: ReviewCommand { command, timeout: Duration::from_secs(timeout_secs), changed_lines },
+                tool: ReviewCommand {
+                    command,
+                    timeout: Duration::from_secs(timeout_secs),
+                    changed_lines,
+                    pipeline_dir: ctx.dir.canonicalize().unwrap_or_else(|_| ctx.dir.to_path_buf()),
+                },
                 cache: ReviewCache::under(ctx.cache, ctx.llm.settings().cache),
                 mirrors: ctx.mirrors.clone(),
             },
