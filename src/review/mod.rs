@@ -114,8 +114,7 @@ fn linked_issues(text: &str) -> Vec<Finding> {
     let mut issues: Vec<Finding> = Vec::new();
     let mut open = false;
     for line in text.lines() {
-        if let Some((label, path, first)) = line_link(line) {
-            let rest = line[line.find("](").map_or(0, |i| i + 2)..].split_once(')').map_or("", |(_, r)| r);
+        if let Some((label, path, first, rest)) = line_link(line) {
             let body = [label.replace("**", "").trim(), rest.trim()].join(" ").trim().to_string();
             issues.push(Finding { path: Some(path), line: Some(first), body });
             open = true;
@@ -130,8 +129,8 @@ fn linked_issues(text: &str) -> Vec<Finding> {
 }
 
 /// The first Markdown link of `line` whose target names lines (`...#L12` or `...#L12-L14`): its
-/// label, the file's path and the first line.
-fn line_link(line: &str) -> Option<(String, String, u64)> {
+/// label, the file's path, the first line, and what follows the link on `line`.
+fn line_link(line: &str) -> Option<(String, String, u64, &str)> {
     let open = line.find('[')?;
     let middle = open + line[open..].find("](")?;
     let close = middle + line[middle..].find(')')?;
@@ -142,7 +141,8 @@ fn line_link(line: &str) -> Option<(String, String, u64)> {
         Some((_, after)) => after.split_once('/')?.1,
         None => file.trim_start_matches("./"),
     };
-    (!path.is_empty() && !path.contains(' ')).then(|| (label.to_string(), path.to_string(), first))
+    let rest = &line[close + 1..];
+    (!path.is_empty() && !path.contains(' ')).then(|| (label.to_string(), path.to_string(), first, rest))
 }
 
 /// Whether what a tool printed is a review that found nothing: an empty JSON list, bare or
