@@ -209,6 +209,7 @@ mod tests {
             ],
             tests: 5,
             union: 4,
+            regression_checked: 0,
         }
     }
 

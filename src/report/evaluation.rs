@@ -46,6 +46,9 @@ pub struct ReviewerRow {
     pub behavioural: Rate,
     pub structural: Rate,
     pub overall: Rate,
+    /// The tests passed on revisions that kept the project's passing tests passing (the regression
+    /// check of validation); the same as `overall` where no instance names such tests.
+    pub kept_project: Rate,
     pub by_category: BTreeMap<String, Rate>,
     /// The tests (by comment id) this reviewer's revision passed.
     pub passed_tests: BTreeSet<String>,
@@ -73,6 +76,7 @@ impl ReviewerRow {
             behavioural: Rate::default(),
             structural: Rate::default(),
             overall: Rate::default(),
+            kept_project: Rate::default(),
             by_category: BTreeMap::new(),
             passed_tests: BTreeSet::new(),
             text_similarity: None,
@@ -199,12 +203,15 @@ pub struct Evaluation {
     /// Tests in the benchmark, and those some reviewer passed.
     pub tests: usize,
     pub union: usize,
+    /// Scored revisions the regression check ran on, over all reviewers.
+    pub regression_checked: usize,
 }
 
 /// The evaluation, or `None` when the pipeline has no `score` stage.
 pub fn evaluation(flow: &Flow, states: &[Vec<TaskState>]) -> Option<Evaluation> {
     let mut reviewers = Vec::new();
     let mut all_tests = BTreeSet::new();
+    let mut regression_checked = 0;
     for (s, plan) in
         flow.pipeline.stages.iter().enumerate().filter(|(_, p)| p.provides == Some(contract::Score::NAME))
     {
@@ -219,6 +226,9 @@ pub fn evaluation(flow: &Flow, states: &[Vec<TaskState>]) -> Option<Evaluation> 
             row.control |= output["control"].as_bool().unwrap_or(false);
             row.comments += output["comments"].as_u64().unwrap_or(0);
             row.failed_reviews += usize::from(!output["review_failure"].is_null());
+            let regression = &output["regression"];
+            regression_checked += usize::from(regression.is_object());
+            let broke = regression["broken"].as_array().is_some_and(|b| !b.is_empty());
             for t in output["tests"].as_array().map(Vec::as_slice).unwrap_or_default() {
                 let passed = t["passed"].as_bool().unwrap_or(false);
                 let id = t["comment"].as_str().unwrap_or_default().to_string();
@@ -228,6 +238,7 @@ pub fn evaluation(flow: &Flow, states: &[Vec<TaskState>]) -> Option<Evaluation> 
                     row.passed_tests.insert(id);
                 }
                 row.overall.add(passed);
+                row.kept_project.add(passed && !broke);
                 match t["kind"].as_str() {
                     Some("behavioural") => row.behavioural.add(passed),
                     _ => row.structural.add(passed),
@@ -252,7 +263,7 @@ pub fn evaluation(flow: &Flow, states: &[Vec<TaskState>]) -> Option<Evaluation> 
         row.text_similarity = similarity.get(&row.reviewer).cloned();
     }
     let union = reviewers.iter().flat_map(|r| r.passed_tests.iter()).collect::<BTreeSet<_>>().len();
-    Some(Evaluation { reviewers, tests: all_tests.len(), union })
+    Some(Evaluation { reviewers, tests: all_tests.len(), union, regression_checked })
 }
 
 fn pct(r: &Rate) -> String {
@@ -278,15 +289,26 @@ impl Evaluation {
     /// Table 5, and what the control passes.
     fn table5(&self, out: &mut String) {
         let _ = writeln!(out, "## Review tools (Table 5)\n");
+        // The regression check's column only where it ran: an export without the project's
+        // tests has nothing to check.
+        let checked = self.regression_checked > 0;
+        let (head, rule) = match checked {
+            true => (" Project's tests kept |", "---:|"),
+            false => ("", ""),
+        };
         let _ = writeln!(
             out,
-            "| Reviewer | Instances | Comments | Per PR | Failed reviews | Behavioural | Structural | Overall |"
+            "| Reviewer | Instances | Comments | Per PR | Failed reviews | Behavioural | Structural | Overall |{head}"
         );
-        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|{rule}");
         for r in &self.reviewers {
+            let kept = match checked {
+                true => format!(" {} |", pct(&r.kept_project)),
+                false => String::new(),
+            };
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {:.2} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {:.2} | {} | {} | {} | {} |{kept}",
                 r.reviewer,
                 r.instances,
                 r.comments,
@@ -295,6 +317,13 @@ impl Evaluation {
                 pct(&r.behavioural),
                 pct(&r.structural),
                 pct(&r.overall)
+            );
+        }
+        if checked {
+            let _ = writeln!(
+                out,
+                "\n\"Project's tests kept\" counts a passed test only when the revision also kept passing the project's tests that passed on the reviewed code (SWE-bench's PASS_TO_PASS; the regression check of validation), run on {} scored revision(s).",
+                self.regression_checked
             );
         }
         if let Some(c) = self.control() {
@@ -459,8 +488,10 @@ mod tests {
             ],
             tests: 4,
             union: 3,
+            regression_checked: 0,
         };
         let md = e.to_markdown();
+        assert!(!md.contains("Project's tests kept"), "no column for a check that never ran: {md}");
         assert!(
             md.contains("The no-review control (none) revises with no review at all: the 1 of 4 tests"),
             "{md}"
@@ -476,7 +507,24 @@ mod tests {
         // Only the reviewer with comments has a worth row: precision 1/4, recall 1/2.
         assert!(md.contains("| tool | 4 | 0.00 | 2 | 1 | 25.0% | 50.0% | 33.3% |"), "{md}");
         assert!(!md.contains("| none | 0 |"), "{md}");
-        let plain = Evaluation { reviewers: vec![row("human", &["t1"], false, None)], tests: 1, union: 1 };
+        let plain = Evaluation {
+            reviewers: vec![row("human", &["t1"], false, None)],
+            tests: 1,
+            union: 1,
+            regression_checked: 0,
+        };
         assert!(!plain.to_markdown().contains("control"));
+    }
+
+    #[test]
+    fn a_pass_on_a_revision_that_broke_the_projects_tests_is_counted_apart() {
+        let mut human = row("human", &["t1", "t2"], false, None);
+        human.overall = Rate { passed: 2, total: 2 };
+        human.kept_project = Rate { passed: 1, total: 2 };
+        let e = Evaluation { reviewers: vec![human], tests: 2, union: 2, regression_checked: 2 };
+        let md = e.to_markdown();
+        assert!(md.contains("| Overall | Project's tests kept |"), "{md}");
+        assert!(md.contains("| 100.0% (2/2) | 50.0% (1/2) |"), "{md}");
+        assert!(md.contains("run on 2 scored revision(s)"), "{md}");
     }
 }

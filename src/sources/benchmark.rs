@@ -73,6 +73,10 @@ struct Comment {
     kind: Option<String>,
     #[serde(default)]
     project_test: Option<ExportedProjectTest>,
+    /// The project's tests that passed on both sides (SWE-bench's PASS_TO_PASS), when the
+    /// curation ran them.
+    #[serde(default)]
+    pass_to_pass: Option<Vec<String>>,
 }
 
 /// How the export lays out one of the project's own tests: its node id, and the test side it needs
@@ -189,6 +193,17 @@ fn project_test(dir: &Path, p: &ExportedProjectTest) -> Result<BenchProjectTest,
     Ok(BenchProjectTest { node: p.node.clone(), files })
 }
 
+/// The project's tests a revision of the instance must keep passing: those of every comment, once
+/// each, in order; `None` when no comment says (an export without the project's tests).
+fn guarded_tests(comments: &[Comment]) -> Option<Vec<String>> {
+    let lists: Vec<&Vec<String>> = comments.iter().filter_map(|c| c.pass_to_pass.as_ref()).collect();
+    if lists.is_empty() {
+        return None;
+    }
+    let nodes: std::collections::BTreeSet<&String> = lists.into_iter().flatten().collect();
+    Some(nodes.into_iter().cloned().collect())
+}
+
 fn record(dir: &Path, i: Instance) -> Result<(String, PullRequest), (String, String)> {
     let mut tests = Vec::new();
     let mut human = Vec::new();
@@ -216,12 +231,19 @@ fn record(dir: &Path, i: Instance) -> Result<(String, PullRequest), (String, Str
             project,
         });
     }
+    let pass_to_pass = guarded_tests(&i.comments);
     let rebuild =
         exported_environment(dir, &i.environment).map_err(|e| ("environment".to_string(), e.to_string()))?;
     let mut extra = Map::new();
     extra.insert(
         "benchmark".into(),
-        json!({"tests": tests, "human_comments": human, "environment": i.environment, "rebuild": rebuild}),
+        json!({
+            "tests": tests,
+            "human_comments": human,
+            "pass_to_pass": pass_to_pass,
+            "environment": i.environment,
+            "rebuild": rebuild,
+        }),
     );
     let pr = PullRequest {
         repo: i.repo,

@@ -27,13 +27,13 @@ use crate::engine::stage::Meter;
 use crate::environment::tree_image::{self, TreeImageError};
 use crate::errors::ConfigError;
 use crate::exec::hosts::Hosts;
-use crate::exec::testrun::{NodeOutcome, Target, Verdict, project_outcomes, run_target};
+use crate::exec::testrun::{Target, Verdict, run_target};
 use crate::llm::prompt::Texts;
 use crate::record::PullRequest;
 use crate::repo::Mirrors;
 use crate::repo::workspace::{history_free_copy, write_files};
 use crate::synthesis::oracle::for_feedback;
-use crate::synthesis::project::{changed_paths, module_of_node};
+use crate::synthesis::project::{self, changed_paths};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -155,26 +155,6 @@ fn put_test_side(copy: &std::path::Path, project: &contract::ProjectTest) -> Res
         .map_err(|e| TaskError::infra(format!("cannot write the project's tests: {e}")))
 }
 
-/// The tests of `pass_to_pass` that did not pass in a run with `outcomes`: those that failed or
-/// errored, and every one of a module that did not import. A test the run did not have (one the
-/// fix's test side adds, when the hidden test is not the project's) is not checked.
-fn regressions(
-    pass_to_pass: &[String],
-    outcomes: &std::collections::BTreeMap<String, NodeOutcome>,
-) -> Vec<String> {
-    pass_to_pass
-        .iter()
-        .filter(|n| {
-            let module = module_of_node(n);
-            match outcomes.get(*n) {
-                Some(o) => *o != NodeOutcome::Passed,
-                None => outcomes.get(module) == Some(&NodeOutcome::Error),
-            }
-        })
-        .cloned()
-        .collect()
-}
-
 /// What the regression check found: the tests of `pass_to_pass` checked, and those that did not
 /// pass on the revision.
 #[derive(Debug, Clone, Serialize)]
@@ -258,20 +238,16 @@ impl Validation {
         }
     }
 
-    /// The tests of `pass_to_pass` that do not pass on the revision in `copy`, run module by
-    /// module. Called after [`Validation::hidden_test`] on the same copy, which has written the
-    /// fix's test side over it when the hidden test is the project's.
+    /// The tests of `pass_to_pass` that do not pass on the revision in `copy`. Called after
+    /// [`Validation::hidden_test`] on the same copy, which has written the fix's test side over it
+    /// when the hidden test is the project's.
     async fn broken(
         &self,
         image: &str,
         copy: &std::path::Path,
         pass_to_pass: &[String],
     ) -> Result<Vec<String>, TaskError> {
-        let mut modules: Vec<String> = pass_to_pass.iter().map(|n| module_of_node(n).to_string()).collect();
-        modules.sort();
-        modules.dedup();
-        let (_, outcomes) = project_outcomes(&*self.docker, image, copy, &modules, self.timeout * 5).await?;
-        Ok(regressions(pass_to_pass, &outcomes))
+        Ok(project::broken(&*self.docker, image, copy, pass_to_pass, self.timeout * 5).await?)
     }
 }
 
@@ -346,24 +322,5 @@ impl AsyncStage for Validation {
             detail: serde_json::to_value(Rejection { attempts: history.len(), history })
                 .unwrap_or(Value::Null),
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_regression_is_a_passing_test_that_fails_errors_or_loses_its_module() {
-        use NodeOutcome::*;
-        let p2p: Vec<String> =
-            ["t/test_a.py::ok", "t/test_a.py::bad", "t/test_a.py::added", "t/test_b.py::one"]
-                .map(String::from)
-                .to_vec();
-        let outcomes = [("t/test_a.py::ok", Passed), ("t/test_a.py::bad", Failed), ("t/test_b.py", Error)]
-            .into_iter()
-            .map(|(n, o)| (n.to_string(), o))
-            .collect();
-        assert_eq!(regressions(&p2p, &outcomes), ["t/test_a.py::bad", "t/test_b.py::one"]);
     }
 }

@@ -22,6 +22,7 @@ use crate::exec::testrun::{Target, TestRun, Verdict, run_target};
 use crate::repo::Mirrors;
 use crate::repo::workspace::{apply_patch, history_free_copy, write_files};
 use crate::sources::benchmark::BenchTest;
+use crate::synthesis::project;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -142,8 +143,11 @@ impl AsyncStage for Score {
             tokio::task::spawn_blocking(move || apply_patch(&dir, &diff).map_err(|e| e.to_string()))
                 .await
                 .map_err(|e| TaskError::infra(format!("the git worker failed: {e}")))?;
+        let pass_to_pass: Option<Vec<String>> =
+            serde_json::from_value(bench["pass_to_pass"].clone()).ok().flatten();
         let mut results = Vec::new();
         let mut passed = 0;
+        let mut regression = None;
         if let Err(why) = &applied {
             for t in &tests {
                 results.push(TestResult::of(t, false, NOT_APPLIED.into(), Some(why)));
@@ -159,6 +163,13 @@ impl AsyncStage for Score {
                 let verdict = serde_json::to_value(run.verdict).unwrap_or(Value::Null);
                 results.push(TestResult::of(t, ok, verdict, None));
             }
+            // The regression check of validation: a revision that passes a test must keep the
+            // project's passing tests passing (the project's hidden tests' side is written over it
+            // by now, as validation has it). Nothing passed, nothing to guard.
+            if let Some(p2p) = pass_to_pass.as_deref().filter(|p| passed > 0 && !p.is_empty()) {
+                let broken = project::broken(&*self.docker, &image, &copy, p2p, self.timeout * 5).await?;
+                regression = Some(Regression { checked: p2p.len(), broken });
+            }
         }
         let total = tests.len();
         let record = Record {
@@ -173,6 +184,7 @@ impl AsyncStage for Score {
             control: revision.control,
             patch_applied: applied.as_ref().err(),
             tests: results,
+            regression,
         };
         serde_json::to_value(record).map_err(|e| TaskError::infra(format!("cannot record the score: {e}")))
     }
@@ -191,6 +203,18 @@ struct Record<'a> {
     /// Why the revision did not apply; `None` when it did.
     patch_applied: Option<&'a String>,
     tests: Vec<TestResult<'a>>,
+    /// The project's passing tests run on the revision, when the instance names them and a test
+    /// passed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    regression: Option<Regression>,
+}
+
+/// The regression check on a revision: how many of the project's passing tests were run, and
+/// those that no longer pass.
+#[derive(Serialize)]
+struct Regression {
+    checked: usize,
+    broken: Vec<String>,
 }
 
 /// One test of the instance on the revision.

@@ -6,8 +6,11 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
-use crate::exec::testrun::NodeOutcome;
+use crate::exec::docker::ExecError;
+use crate::exec::hosts::Executor;
+use crate::exec::testrun::{NodeOutcome, project_outcomes};
 use crate::repo::{Mirror, RepoError};
 
 /// Whether `path` (repository-relative) belongs to the tests: under a test directory
@@ -143,6 +146,36 @@ pub fn pass_to_pass(
         .collect()
 }
 
+/// The tests of `pass_to_pass` that did not pass in a run with `outcomes`: those that failed or
+/// errored, and every one of a module that did not import. A test the run did not have (one the
+/// fix's test side adds, when the hidden test is not the project's) is not checked.
+pub fn regressions(pass_to_pass: &[String], outcomes: &BTreeMap<String, NodeOutcome>) -> Vec<String> {
+    pass_to_pass
+        .iter()
+        .filter(|n| match outcomes.get(*n) {
+            Some(o) => *o != NodeOutcome::Passed,
+            None => outcomes.get(module_of_node(n)) == Some(&NodeOutcome::Error),
+        })
+        .cloned()
+        .collect()
+}
+
+/// The tests of `pass_to_pass` that do not pass on the tree `tree` (a revision), run module by
+/// module in `image`: the regression check of validation and of the evaluation's score.
+pub async fn broken(
+    docker: &impl Executor,
+    image: &str,
+    tree: &Path,
+    pass_to_pass: &[String],
+    timeout: Duration,
+) -> Result<Vec<String>, ExecError> {
+    let mut modules: Vec<String> = pass_to_pass.iter().map(|n| module_of_node(n).to_string()).collect();
+    modules.sort();
+    modules.dedup();
+    let (_, outcomes) = project_outcomes(docker, image, tree, &modules, timeout).await?;
+    Ok(regressions(pass_to_pass, &outcomes))
+}
+
 /// `nodes` in the order to try them: one node of each test function first (the parameters of one
 /// function mostly reach the same lines, so a second is worth less than another function), and
 /// within that, the nodes that name words of `hints` (the commented file's stem, identifiers of the
@@ -183,6 +216,20 @@ pub fn hint_words(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_regression_is_a_passing_test_that_fails_errors_or_loses_its_module() {
+        use NodeOutcome::*;
+        let p2p: Vec<String> =
+            ["t/test_a.py::ok", "t/test_a.py::bad", "t/test_a.py::added", "t/test_b.py::one"]
+                .map(String::from)
+                .to_vec();
+        let outcomes = [("t/test_a.py::ok", Passed), ("t/test_a.py::bad", Failed), ("t/test_b.py", Error)]
+            .into_iter()
+            .map(|(n, o)| (n.to_string(), o))
+            .collect();
+        assert_eq!(regressions(&p2p, &outcomes), ["t/test_a.py::bad", "t/test_b.py::one"]);
+    }
 
     #[test]
     fn a_later_commits_tests_are_put_into_a_tree() {

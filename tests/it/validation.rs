@@ -19,7 +19,12 @@ const HALF_DOC_EDIT: &str = "src/durations/__init__.py\n<<<<<<< SEARCH\n    Unit
 const MISSING_EDIT: &str = "src/durations/__init__.py\n<<<<<<< SEARCH\n    return nothing_like_this\n=======\n    return 0\n>>>>>>> REPLACE\n";
 
 fn rows(s: &Scratch, stage: &str) -> HashMap<String, (String, Option<String>, Value)> {
-    let db = rusqlite::Connection::open(s.path(".curate/val/state.db")).unwrap();
+    rows_of(s, "val", stage)
+}
+
+/// The tasks of `stage` in the state of the pipeline named `pipeline`, by item.
+fn rows_of(s: &Scratch, pipeline: &str, stage: &str) -> HashMap<String, (String, Option<String>, Value)> {
+    let db = rusqlite::Connection::open(s.path(&format!(".curate/{pipeline}/state.db"))).unwrap();
     let mut stmt = db.prepare("SELECT item, state, message, output FROM tasks WHERE stage = ?1").unwrap();
     stmt.query_map([stage], |r| {
         let out: Option<String> = r.get(3)?;
@@ -617,4 +622,39 @@ fn a_revision_that_breaks_the_projects_passing_tests_is_not_validated() {
     assert!(!broken.iter().any(|b| b.contains("test_fractions_and_weeks")), "{c1}");
     assert_eq!(c1["regression"]["broken"], serde_json::json!([]), "{c1}");
     assert!(c1["regression"]["checked"].as_u64().unwrap() > 5, "{c1}");
+
+    // The evaluation's score holds a revision to the same check: the agent, guided by the human
+    // comment, revises once (its first attempt: the breaking edit), which passes the test and
+    // breaks the project's tests.
+    let export = s.curate(&["export", "p.yaml", "--out", "bench", "--stage", "validate"]);
+    assert_eq!(export.status.code(), Some(0), "{}", stderr(&export));
+    let agent = format!(
+        "{{kind: builtin, prompt: {p}/agent.md, feedback_prompt: {p}/agent_feedback.md, max_steps: 1}}",
+        p = root().join("prompts").display()
+    );
+    s.write(
+        "eval.yaml",
+        &format!(
+            "name: ev\nsource: {{kind: benchmark, path: bench}}\ndefaults:\n  cache: cache\n  repos: {{url: '{mirrors}/{{repo}}.git'}}\n  llm: {{base_url: '{url}', max_retries: 0}}\nstages:\n  - {{id: review_human, kind: review, name: human, reviewer: {{kind: human}}}}\n  - {{id: revise_human, kind: revise, needs: review_human, agent: {agent}}}\n  - {{id: score_human, kind: score, needs: revise_human}}\n",
+            mirrors = mirrors.display(),
+            url = server.base_url,
+        ),
+    );
+    let eval = s.curate(&["run", "eval.yaml"]);
+    assert_eq!(eval.status.code(), Some(0), "{}", stderr(&eval));
+    let scored = rows_of(&s, "ev", "score_human");
+    let (state, _, score) = scored.values().next().unwrap();
+    assert_eq!(state, "kept", "{score}");
+    assert_eq!(score["tests"][0]["passed"], true, "the breaking edit passes the test: {score}");
+    let broken = score["regression"]["broken"].as_array().unwrap();
+    assert!(
+        broken
+            .iter()
+            .any(|b| b.as_str().unwrap().starts_with("tests/test_parse.py::test_rejects_malformed[")),
+        "{score}"
+    );
+    let md = s.curate(&["report", "eval.yaml"]);
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(md.contains("| – | 100.0% (1/1) | 0.0% (0/1) |"), "{md}");
+    assert!(md.contains("run on 1 scored revision(s)"), "{md}");
 }
