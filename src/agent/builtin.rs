@@ -306,7 +306,7 @@ fn places(task: &AgentTask) -> Vec<Place> {
     for note in &task.review {
         let (Some(path), Some(line)) = (&note.path, note.line) else { continue };
         let Some((_, text)) = task.files.iter().find(|(p, _)| p == path) else { continue };
-        let region = rewrite::region(text, line as usize);
+        let region = rewrite::region_in(path, text, line as usize);
         match places
             .iter_mut()
             .find(|p| &p.path == path && p.region.start <= region.end && region.start <= p.region.end)

@@ -80,6 +80,104 @@ pub fn region(source: &str, line: usize) -> Region {
     }
 }
 
+/// Extensions of languages whose definitions are blocks in braces.
+const BRACE_LANGUAGES: &[&str] =
+    &["c", "h", "cc", "cpp", "cxx", "hh", "hpp", "js", "jsx", "ts", "tsx", "java", "go", "rs", "cs", "kt"];
+
+/// The region to show for a comment on `line` of the file `path`: in a language of braces, the
+/// top-level block that holds the line with the lines of its signature above it (`static int` /
+/// `f(PyObject *obj)` / `{` ... `}`), so the model rewrites a whole function and every brace
+/// it opens is closed within what is spliced back (a window of lines cut simplejson 284's C
+/// function after the previous one's closing brace, and each answer moved that brace); else
+/// [`region`].
+pub fn region_in(path: &str, source: &str, line: usize) -> Region {
+    let ext = path.rsplit_once('.').map_or("", |(_, e)| e);
+    if BRACE_LANGUAGES.contains(&ext)
+        && let Some(block) = brace_block(source, line)
+        && block.end - block.start < MAX_DEFINITION_LINES
+    {
+        return block;
+    }
+    region(source, line)
+}
+
+/// The braces of a line of C-like code that count: those outside comments, strings and character
+/// literals; `in_comment` carries an open `/* */` comment from line to line.
+fn braces(line: &str, in_comment: &mut bool) -> Vec<char> {
+    let mut out = Vec::new();
+    let mut chars = line.chars().peekable();
+    let mut quote: Option<char> = None;
+    while let Some(c) = chars.next() {
+        if *in_comment {
+            if c == '*' && chars.peek() == Some(&'/') {
+                chars.next();
+                *in_comment = false;
+            }
+            continue;
+        }
+        match (quote, c) {
+            (Some(_), '\\') => {
+                chars.next();
+            }
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'' | '`') => quote = Some(c),
+            (None, '/') if chars.peek() == Some(&'/') => break,
+            (None, '/') if chars.peek() == Some(&'*') => {
+                chars.next();
+                *in_comment = true;
+            }
+            (None, '{' | '}') => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The top-level brace block holding `line` (from 1), from the first line of its signature to its
+/// closing brace; `None` when no such block holds it.
+fn brace_block(source: &str, line: usize) -> Option<Region> {
+    let lines: Vec<&str> = source.lines().collect();
+    let (mut depth, mut in_comment, mut opened) = (0usize, false, None);
+    for (i, text) in lines.iter().enumerate() {
+        for b in braces(text, &mut in_comment) {
+            match b {
+                '{' => {
+                    if depth == 0 {
+                        opened = Some(i);
+                    }
+                    depth += 1;
+                }
+                _ => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0
+                        && let Some(open) = opened.take()
+                        && (open + 1..=i + 1).contains(&line)
+                    {
+                        return Some(Region { start: signature_start(&lines, open) + 1, end: i + 1 });
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The first line (from 0) of the signature of the block opened on line `open`: the lines above
+/// it up to a blank line, the end of a statement or block, a comment's end or a preprocessor line.
+fn signature_start(lines: &[&str], open: usize) -> usize {
+    let mut start = open;
+    while start > 0 {
+        let above = lines[start - 1].trim();
+        let ends = [";", "}", "*/", "{"].iter().any(|e| above.ends_with(e));
+        if above.is_empty() || ends || above.starts_with('#') || above.starts_with("//") {
+            break;
+        }
+        start -= 1;
+    }
+    start
+}
+
 /// Lines `region` of `source`.
 pub fn cut(source: &str, region: Region) -> String {
     source.lines().skip(region.start - 1).take(region.end + 1 - region.start).collect::<Vec<_>>().join("\n")
@@ -476,5 +574,20 @@ mod tests {
             assert!(TEXTS.iter().any(|(key, _)| *key == kind.key()), "{kind:?} is not in TEXTS");
             assert!(!texts.get(kind.key()).is_empty(), "{kind:?}");
         }
+    }
+
+    #[test]
+    fn in_c_the_region_is_the_whole_function_that_holds_the_line() {
+        let c = "static PyObject *\nquote(PyObject *s)\n{\n    return s;\n}\n\n/* { not a brace */\nstatic int\n_is_namedtuple(PyObject *obj)\n{\n    int rval = 0;\n    if (!PyTuple_Check(obj)) {\n        return 0;   // }\n    }\n    const char *b = \"}\";\n    return rval;\n}\n\nint x = 1;\n";
+        let r = region_in("simplejson/_speedups.c", c, 12);
+        assert_eq!(r, Region { start: 8, end: 17 });
+        assert!(
+            cut(c, r).starts_with("static int\n_is_namedtuple") && cut(c, r).ends_with("return rval;\n}")
+        );
+        assert_eq!(region_in("m.c", c, 4), Region { start: 1, end: 5 });
+        // Outside every block: the window, as in Python.
+        assert_eq!(region_in("m.c", c, 19), region(c, 19));
+        // A Python file keeps its definitions, whatever braces it holds.
+        assert_eq!(region_in("m.py", SOURCE, 10), region(SOURCE, 10));
     }
 }
