@@ -4,6 +4,7 @@
 //! comments. What a tool printed becomes [`Finding`]s here, whatever form it took.
 
 pub mod command;
+pub mod fit;
 pub mod similarity;
 pub mod worth;
 

@@ -21,12 +21,13 @@ use crate::engine::item::Scope;
 use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
-use crate::llm::LlmSpec;
 use crate::llm::client::Llm;
 use crate::llm::prompt::Template;
+use crate::llm::{LlmError, LlmSpec};
 use crate::repo::Mirrors;
 use crate::repo::workspace::history_free_copy;
 use crate::review::command::{Instance, ReviewCache, ReviewCommand};
+use crate::review::fit::fit_patch;
 use crate::review::{Finding, findings};
 
 #[derive(Deserialize)]
@@ -38,6 +39,10 @@ enum ReviewerConfig {
         prompt: PathBuf,
         #[serde(default)]
         llm: Box<LlmSpec>,
+        /// The most bytes of the patch the prompt shows (whole files, the code's first; the
+        /// files left out are named): a real PR's diff can be many times a small model's context.
+        #[serde(default = "default_patch_bytes")]
+        patch_bytes: usize,
     },
     Command {
         /// Run with `sh -c` in a copy of the reviewed code; `{patch_file}` is the patch under
@@ -57,6 +62,11 @@ fn default_timeout() -> u64 {
     900
 }
 
+/// About 5,000 tokens of code: with the prompt and the answer, within an 8,192-token context.
+fn default_patch_bytes() -> usize {
+    16_000
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Config {
@@ -68,7 +78,7 @@ struct Config {
 enum Reviewer {
     Human,
     None,
-    Llm { llm: Box<Llm>, prompt: Template },
+    Llm { llm: Box<Llm>, prompt: Template, patch_bytes: usize },
     Command { tool: ReviewCommand, cache: ReviewCache, mirrors: Arc<Mirrors> },
 }
 
@@ -85,14 +95,14 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     let (reviewer, files, fingerprint) = match config.reviewer {
         ReviewerConfig::Human => (Reviewer::Human, Vec::new(), Value::Null),
         ReviewerConfig::None => (Reviewer::None, Vec::new(), Value::Null),
-        ReviewerConfig::Llm { prompt, llm } => {
+        ReviewerConfig::Llm { prompt, llm, patch_bytes } => {
             let template = ctx.template("reviewer.prompt", &prompt, &PLACEHOLDERS)?;
             let settings = ctx.llm.merged(&llm).settings();
             let llm = Llm::new(settings, &ctx.cache.join("llm"))
                 .map_err(|e| ConfigError::new("reviewer.llm", e.to_string()))?;
             let fingerprint = llm.settings.fingerprint();
             (
-                Reviewer::Llm { llm: Box::new(llm), prompt: template },
+                Reviewer::Llm { llm: Box::new(llm), prompt: template, patch_bytes },
                 vec![prompt.to_string_lossy().into_owned()],
                 fingerprint,
             )
@@ -145,13 +155,21 @@ impl AsyncStage for Review {
                     })?;
                 reviewed(&self.name, comments, None)
             }
-            Reviewer::Llm { llm, prompt } => {
+            Reviewer::Llm { llm, prompt, patch_bytes } => {
+                let patch = fit_patch(pr.patch.as_deref().unwrap_or_default(), *patch_bytes);
                 let values = BTreeMap::from([
                     ("pr_title", pr.title.clone()),
                     ("pr_body", pr.body.clone()),
-                    ("patch", pr.patch.clone().unwrap_or_default()),
+                    ("patch", patch),
                 ]);
-                let (answer, _) = llm.chat(&llm.request(prompt.render(&values))).await?;
+                // A prompt the model cannot take is a review that failed (it scores zero), as a
+                // tool's crash is: the instance stays in the reviewer's row.
+                let (answer, _) = match llm.chat(&llm.request(prompt.render(&values))).await {
+                    Err(e @ LlmError::ContextExceeded(_)) => {
+                        return reviewed(&self.name, Vec::new(), Some(e.to_string()));
+                    }
+                    answered => answered?,
+                };
                 input.meter.add(answer.usage.into());
                 let found = findings(&answer.text);
                 let failure = found.is_empty().then(|| "the answer held no review comments".to_string());

@@ -73,6 +73,11 @@ fn an_agent_guided_by_the_comment_must_make_the_hidden_test_pass() {
         let first_user = messages.iter().find(|m| m["role"] == "user").unwrap()["content"].as_str().unwrap();
         let step = messages.iter().filter(|m| m["role"] == "assistant").count();
         let found = keys.iter().position(|k| first_user.contains(k.as_str()));
+        if system.contains("experienced code reviewer") {
+            // The built-in reviewer's prompt, refused as llama.cpp refuses one over its context.
+            let refusal = r#"{"error":{"code":400,"message":"request (26442 tokens) exceeds the available context size (8192 tokens), try increasing it","type":"exceed_context_size_error"}}"#;
+            return Reply::Status(400, vec![], refusal.into());
+        }
         if system.contains("software engineer") && found.is_none() {
             return Reply::Answer("The review asks for nothing I can change.".into()); // a tool's review
         }
@@ -256,10 +261,11 @@ fn an_agent_guided_by_the_comment_must_make_the_hidden_test_pass() {
     s.write(
         "eval.yaml",
         &format!(
-            "name: ev\nsource: {{kind: benchmark, path: bench1}}\ndefaults:\n  cache: cache\n  repos: {{url: '{mirrors}/{{repo}}.git'}}\n  llm: {{base_url: '{url}', max_retries: 0}}\nstages:\n{}{}{}",
+            "name: ev\nsource: {{kind: benchmark, path: bench1}}\ndefaults:\n  cache: cache\n  repos: {{url: '{mirrors}/{{repo}}.git'}}\n  llm: {{base_url: '{url}', max_retries: 0}}\nstages:\n{}{}{}{}",
             chain("human", "{kind: human}"),
             chain("vague", "{kind: command, command: 'echo src/durations/__init__.py:30: consider renaming this'}"),
             chain("broken", "{kind: command, command: 'echo boom >&2; exit 3'}"),
+            chain("llm", &format!("{{kind: llm, prompt: {}/review.md}}", root().join("prompts").display())),
             mirrors = mirrors.display(),
             url = server.base_url,
         ),
@@ -277,6 +283,10 @@ fn an_agent_guided_by_the_comment_must_make_the_hidden_test_pass() {
     assert_eq!(row("broken")["failed_reviews"], 1, "a crashing tool is recorded, not dropped");
     assert_eq!(row("broken")["instances"], 1);
     assert_eq!(row("broken")["overall"]["total"], 1, "and scored zero on every test");
+    // A prompt the model refuses as too long is a failed review too, not an instance dropped.
+    assert_eq!(row("llm")["failed_reviews"], 1, "{report}");
+    assert_eq!(row("llm")["instances"], 1, "{report}");
+    assert_eq!(row("llm")["overall"]["total"], 1, "{report}");
     assert_eq!(report["evaluation"]["union"], 1);
     let md = s.curate(&["report", "eval.yaml"]);
     let md = String::from_utf8_lossy(&md.stdout);
