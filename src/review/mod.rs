@@ -78,6 +78,11 @@ pub fn findings(output: &str) -> Vec<Finding> {
             }
         }
     }
+    // An array cut off (a model's answer at its length cap): the comments complete before the cut.
+    let complete: Vec<Finding> = complete_items(trimmed).iter().filter_map(finding_of).collect();
+    if !complete.is_empty() {
+        return complete;
+    }
     let json_lines: Vec<Finding> = trimmed
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l.trim()).ok())
@@ -104,6 +109,25 @@ pub fn findings(output: &str) -> Vec<Finding> {
             })
         })
         .collect()
+}
+
+/// The values of the first JSON array in `text` up to where it stops parsing: all of them when it
+/// is whole, those complete before the cut when it was cut off.
+fn complete_items(text: &str) -> Vec<Value> {
+    let Some(open) = text.find('[') else { return Vec::new() };
+    let mut rest = &text[open + 1..];
+    let mut items = Vec::new();
+    loop {
+        rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c == ',');
+        let mut values = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
+        match values.next() {
+            Some(Ok(v)) => {
+                items.push(v);
+                rest = &rest[values.byte_offset()..];
+            }
+            _ => return items,
+        }
+    }
 }
 
 /// The issues of a Markdown review that each link to the lines they are about, as PR-Agent
@@ -339,5 +363,17 @@ diff --git a/pkg/m.py b/pkg/m.py\n--- a/pkg/m.py\n+++ b/pkg/m.py\n@@ -3,2 +3,3 @
             vec![Finding { path: Some("pkg/m.py".into()), line: Some(4), body: CONTROL_NOTE.into() }]
         );
         assert!(control_notes("").is_empty());
+    }
+
+    #[test]
+    fn an_array_cut_off_at_the_length_cap_gives_the_comments_complete_before_the_cut() {
+        let cut = "```json\n[\n  {\"path\": \"a.py\", \"line\": 3, \"body\": \"first\"},\n  {\"path\": \"a.py\", \"line\": 9, \"body\": \"second\"},\n  {\n    \"path\": \"b.py\",\n    \"body\": \"the thi";
+        let found = findings(cut);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(
+            (found[1].path.as_deref(), found[1].line, found[1].body.as_str()),
+            (Some("a.py"), Some(9), "second")
+        );
+        assert!(findings("```json\n[\n  {\"path\": \"b.py\",\n  \"bo").is_empty());
     }
 }
