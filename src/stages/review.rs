@@ -133,7 +133,9 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         // The model's settings that change answers are in the fingerprint.
         unhashed: &["reviewer.llm"],
         provides: Some(contract::Review::NAME),
-        ..StageDef::new(adapt(Review { name, reviewer }), 1, Scope::Pr, resource)
+        // 2: the built-in reviewer is shown a patch cut to fit, and a cut-off answer's complete
+        // comments are read.
+        ..StageDef::new(adapt(Review { name, reviewer }), 2, Scope::Pr, resource)
     })
 }
 

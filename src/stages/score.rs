@@ -53,7 +53,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         side_effects: true,
         provides: Some(contract::Score::NAME),
         requires: vec![contract::Revision::NAME],
-        ..StageDef::new(stage, 1, Scope::Pr, Resource::Docker)
+        // 2: the regression check on a revision that passed a test.
+        ..StageDef::new(stage, 2, Scope::Pr, Resource::Docker)
     })
 }
 
