@@ -21,6 +21,7 @@ use crate::exec::docker::ExecError;
 use crate::exec::hosts::Hosts;
 use crate::exec::testrun::{Target, Verdict, run_target};
 use crate::record::{PullRequest, ReviewComment};
+use crate::repo::hunks::file_sections;
 use crate::repo::workspace::{apply_patch, file_diff, history_free_copy};
 use crate::repo::{Mirror, Mirrors, RepoError};
 use crate::stages::contract::{self, Contract};
@@ -222,28 +223,12 @@ fn is_test_side(path: &str) -> bool {
 
 /// The paths a unified diff changes (its `+++ b/` side; a deleted file's `--- a/` side).
 fn changed_paths(diff: &str) -> Vec<String> {
-    let mut paths = Vec::new();
-    for section in diff.split("diff --git ").skip(1) {
-        let header = section.lines().next().unwrap_or("");
-        if let Some((_, b)) = header.split_once(" b/") {
-            paths.push(b.to_string());
-        }
-    }
-    paths
+    file_sections(diff).1.iter().filter(|s| !s.path.is_empty()).map(|s| s.path.to_string()).collect()
 }
 
 /// The diff without the sections of `drop`.
 fn without(diff: &str, drop: &BTreeSet<String>) -> String {
-    let mut out = String::new();
-    for section in diff.split("diff --git ").skip(1) {
-        let header = section.lines().next().unwrap_or("");
-        let path = header.split_once(" b/").map_or("", |(_, b)| b);
-        if !drop.contains(path) {
-            out.push_str("diff --git ");
-            out.push_str(section);
-        }
-    }
-    out
+    file_sections(diff).1.iter().filter(|s| !drop.contains(s.path)).map(|s| s.text).collect()
 }
 
 /// `patch` (the fix less its test side), `test_patch` (the test side, and curate's test as a new

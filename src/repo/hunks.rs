@@ -118,6 +118,36 @@ fn starts(header: &str) -> Option<(u64, u64)> {
     Some((old, new))
 }
 
+/// One file's part of a unified diff: the path on its `diff --git` line's `b/` side (empty when
+/// that line has none), and its text, from that line to the next file's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileSection<'a> {
+    pub path: &'a str,
+    pub text: &'a str,
+}
+
+/// What `diff` holds before its first file (usually nothing), and its files' sections in order.
+/// A section starts at a line that starts with `diff --git `.
+pub fn file_sections(diff: &str) -> (&str, Vec<FileSection<'_>>) {
+    let starts: Vec<usize> = diff
+        .match_indices("diff --git ")
+        .map(|(i, _)| i)
+        .filter(|&i| i == 0 || diff.as_bytes()[i - 1] == b'\n')
+        .collect();
+    let head = &diff[..starts.first().copied().unwrap_or(diff.len())];
+    let ends = starts.iter().skip(1).copied().chain(std::iter::once(diff.len()));
+    let sections = starts
+        .iter()
+        .zip(ends)
+        .map(|(&from, to)| {
+            let text = &diff[from..to];
+            let header = text.lines().next().unwrap_or_default();
+            FileSection { path: header.split_once(" b/").map_or("", |(_, b)| b), text }
+        })
+        .collect();
+    (head, sections)
+}
+
 /// Context lines shown around a block of changes.
 const SHOWN_CONTEXT: usize = 2;
 
@@ -234,6 +264,20 @@ impl Parser {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_diff_splits_into_its_files_at_the_lines_that_start_them() {
+        let diff = "preamble\ndiff --git a/x.py b/x.py\n+y = 'diff --git a/q b/q'\n+diff --git in a string\ndiff --git a/z b/z\n";
+        let (head, sections) = file_sections(diff);
+        assert_eq!(head, "preamble\n");
+        let paths: Vec<&str> = sections.iter().map(|s| s.path).collect();
+        assert_eq!(paths, ["x.py", "z"]);
+        assert_eq!(
+            sections[0].text,
+            "diff --git a/x.py b/x.py\n+y = 'diff --git a/q b/q'\n+diff --git in a string\n"
+        );
+        assert_eq!(file_sections("no diff"), ("no diff", Vec::new()));
+    }
 
     const DIFF: &str = "diff --git a/m.py b/m.py\nindex 1..2 100644\n--- a/m.py\n+++ b/m.py\n@@ -3,4 +3,5 @@ def f():\n a\n-b\n+B\n+C\n c\n d\n@@ -20,2 +21,1 @@\n x\n-y\ndiff --git a/new.py b/new.py\nnew file mode 100644\n--- /dev/null\n+++ b/new.py\n@@ -0,0 +1,2 @@\n+one\n+two\n\\ No newline at end of file\n";
 

@@ -4,35 +4,8 @@
 //! PR changes, so whole files are kept, the code's before the tests' and the rest, and the files
 //! left out are named.
 
+use crate::repo::hunks::file_sections;
 use crate::synthesis::project::is_test_side;
-
-/// One file's part of a unified diff, from its `diff --git` line.
-struct Section<'a> {
-    path: &'a str,
-    text: &'a str,
-}
-
-/// The file sections of `patch`, and what comes before the first (usually nothing).
-fn sections(patch: &str) -> (&str, Vec<Section<'_>>) {
-    let starts: Vec<usize> = patch
-        .match_indices("diff --git ")
-        .map(|(i, _)| i)
-        .filter(|&i| i == 0 || patch.as_bytes()[i - 1] == b'\n')
-        .collect();
-    let head = &patch[..starts.first().copied().unwrap_or(patch.len())];
-    let ends = starts.iter().skip(1).copied().chain(std::iter::once(patch.len()));
-    let sections = starts
-        .iter()
-        .zip(ends)
-        .map(|(&from, to)| {
-            let text = &patch[from..to];
-            let header = text.lines().next().unwrap_or_default();
-            let path = header.rsplit(' ').next().unwrap_or_default();
-            Section { path: path.strip_prefix("b/").unwrap_or(path), text }
-        })
-        .collect();
-    (head, sections)
-}
 
 /// Which files go first: the code (0), then the tests' code (1), then the rest: data the tests
 /// read, documentation, configuration (2).
@@ -54,7 +27,7 @@ pub fn fit_patch(patch: &str, budget: usize) -> String {
     if patch.len() <= budget {
         return patch.to_string();
     }
-    let (head, sections) = sections(patch);
+    let (head, sections) = file_sections(patch);
     let mut order: Vec<usize> = (0..sections.len()).collect();
     order.sort_by_key(|&i| rank(sections[i].path));
     let mut kept = vec![false; sections.len()];
