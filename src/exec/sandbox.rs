@@ -31,7 +31,7 @@ const UNPACK: &str = "tar -x -f - -C / --no-same-owner --no-same-permissions 2>&
 const UNPACK_FAILED: (&str, i64) = ("curate-unpack-failed", 125);
 
 /// Output kept from a run; the rest is cut from the middle.
-const OUTPUT_LIMIT: usize = 64 * 1024;
+pub const OUTPUT_LIMIT: usize = 64 * 1024;
 
 /// Every container curate makes carries this label, so leftovers can be found.
 pub const LABEL: &str = "dev.curate.sandbox";

@@ -315,12 +315,153 @@ async fn run_pytest(
         Plugin::Outcomes => format!(" --tb=line -p {}", OUTCOME_PLUGIN.0),
     };
     let options = format!(" -p {}{options}", FINISH_PLUGIN.0);
-    let mut spec = env_spec(image, test_command(&target.pytest_args(), &options));
+    let mut spec = pytest_spec(image, tree, target, test_command(&target.pytest_args(), &options), plugin)?;
     spec.timeout = timeout;
+    spec.env.push(("PYTHONHASHSEED".into(), seed.to_string()));
+    let r = docker.run(&spec).await?;
+    let (output, wrote) = split_writes(&r.output);
+    let (output, traced) = split_trace(&output);
+    let (output, per_node): (_, BTreeMap<String, BTreeMap<String, Vec<u64>>>) =
+        split_packed(&output, TRACED_PER_TEST);
+    let (output, outcomes) = split_packed(&output, OUTCOMES);
+    let (output, finished) = split_finished(&output);
+    let verdict = match verdict(r.oom_killed, r.exit_code, r.timed_out, &output) {
+        _ if r.disk_full => Verdict::DiskFull,
+        verdict => unless_aborted(verdict, finished),
+    };
+    let run = TestRun { verdict, exit_code: r.exit_code, output, wrote, seconds: r.duration.as_secs_f64() };
+    let per_node = per_node.into_iter().map(|(node, files)| (node, relative(files))).collect();
+    Ok(Ran { run, traced, per_node, outcomes })
+}
+
+/// A verdict of pytest's own (a pass, a failing test) stands only when pytest `finished` its
+/// session: otherwise the process ended first, and its exit code is not pytest's.
+fn unless_aborted(verdict: Verdict, finished: bool) -> Verdict {
+    match verdict {
+        Verdict::Passed
+        | Verdict::Assertion
+        | Verdict::ExpectedExceptionMissing
+        | Verdict::UnexpectedException
+            if !finished =>
+        {
+            Verdict::Aborted
+        }
+        verdict => verdict,
+    }
+}
+
+/// Ends each run of a batch (see [`run_target_seeds`]): its hash seed, pytest's exit code, and the
+/// times the run started and ended.
+const RUN_END: &str = "curate-run-end: ";
+
+/// The shell command of a batch: `pytest_args` run once under each of `seeds`, one after the other,
+/// `/tmp` emptied before each, each followed by the paths it wrote under the repository (as in
+/// [`test_command`]) and its end line, which starts on a line of its own.
+fn seeds_command(pytest_args: &str, options: &str, seeds: &[u32]) -> Vec<String> {
+    let seeds: Vec<String> = seeds.iter().map(u32::to_string).collect();
+    let script = format!(
+        "for seed in {seeds}; do find /tmp -mindepth 1 -delete 2>/dev/null; start=$(date +%s.%N); \
+         PYTHONHASHSEED=$seed python -m pytest -q -p no:cacheprovider{options} {pytest_args}; rc=$?; \
+         find {REPO} -newerct \"@$start\" -not -path '*/__pycache__*' -printf '%y %p\\n' \
+         | sed 's|^|{WROTE}|'; printf '\\n{RUN_END}%s %s %s %s\\n' \"$seed\" \"$rc\" \"$start\" \
+         \"$(date +%s.%N)\"; done",
+        seeds = seeds.join(" ")
+    );
+    vec!["sh".into(), "-c".into(), script]
+}
+
+/// One run of a batch, as its end line and what it printed before it describe it.
+struct Ended {
+    seed: u32,
+    exit_code: i64,
+    seconds: f64,
+    output: String,
+}
+
+/// Splits a batch's output at its end lines, in order: the runs that ended, each with what it
+/// printed (the newline the end line's `printf` put before it taken off). What follows the last end
+/// line (a run the container's end cut short) is not a run that ended.
+fn split_ended(output: &str) -> Vec<Ended> {
+    let marker = format!("\n{RUN_END}");
+    let mut ended = Vec::new();
+    let mut rest = output;
+    while let Some(at) = rest.find(&marker) {
+        let line_start = at + marker.len();
+        let Some(line_len) = rest[line_start..].find('\n') else { break };
+        let fields: Vec<&str> = rest[line_start..line_start + line_len].split(' ').collect();
+        let parsed = match fields[..] {
+            [seed, code, start, end] => (|| {
+                let seconds = end.parse::<f64>().ok()? - start.parse::<f64>().ok()?;
+                Some((seed.parse().ok()?, code.parse().ok()?, seconds))
+            })(),
+            _ => None,
+        };
+        let Some((seed, exit_code, seconds)) = parsed else { break };
+        ended.push(Ended { seed, exit_code, seconds, output: rest[..at].to_string() });
+        rest = &rest[line_start + line_len + 1..];
+    }
+    ended
+}
+
+/// Runs `target` against `tree` once under each hash seed of `seeds`, the runs of one test's
+/// repeats: one after the other in one container, where one container each costs about half a
+/// second of the CPU's time more per run. The runs share nothing a run of their own would not
+/// have: `/tmp` is emptied before each, and the next runs only when the last wrote nothing under
+/// the repository. Every seed whose run did not end in the batch (one wrote into the repository,
+/// the container was killed for its time, memory or disk, its output was cut) is run again in a
+/// container of its own, so each verdict is what [`run_target`] would give.
+pub async fn run_target_seeds(
+    docker: &impl Executor,
+    image: &str,
+    tree: &Path,
+    target: Target<'_>,
+    timeout: Duration,
+    seeds: &[u32],
+) -> Result<Vec<TestRun>, ExecError> {
+    let mut runs = Vec::new();
+    if seeds.len() > 1 {
+        let options = format!(" -p {}", FINISH_PLUGIN.0);
+        let command = seeds_command(&target.pytest_args(), &options, seeds);
+        let mut spec = pytest_spec(image, tree, target, command, Plugin::None)?;
+        spec.timeout = timeout * seeds.len() as u32;
+        let r = docker.run(&spec).await?;
+        let whole = r.output.len() <= crate::exec::sandbox::OUTPUT_LIMIT;
+        for (ended, seed) in split_ended(&r.output).into_iter().zip(seeds).filter(|_| whole) {
+            // A run past its own limit would have been killed alone: it runs again, alone.
+            if ended.seed != *seed || ended.seconds > timeout.as_secs_f64() {
+                break;
+            }
+            let (output, wrote) = split_writes(&ended.output);
+            let (output, finished) = split_finished(&output);
+            let verdict = unless_aborted(classify(Some(ended.exit_code), false, &output), finished);
+            let exit_code = Some(ended.exit_code);
+            let wrote_any = !wrote.is_empty();
+            runs.push(TestRun { verdict, exit_code, output, wrote, seconds: ended.seconds });
+            if wrote_any {
+                break;
+            }
+        }
+    }
+    for seed in &seeds[runs.len()..] {
+        runs.push(run_target(docker, image, tree, target, timeout, *seed).await?);
+    }
+    Ok(runs)
+}
+
+/// The container of a pytest run of `target` against `tree` that runs `command`: the sandbox's
+/// limits for tests, the tree, the test file and curate's plugins (the finish plugin always, and
+/// `plugin`'s) written in, and the test directory on the module path.
+fn pytest_spec(
+    image: &str,
+    tree: &Path,
+    target: Target<'_>,
+    command: Vec<String>,
+    plugin: Plugin<'_>,
+) -> Result<RunSpec, ExecError> {
+    let mut spec = env_spec(image, command);
     spec.pids = TEST_PIDS;
     spec.tmp_bytes = Some(TEST_TMP_BYTES);
     spec.disk_bytes = Some(TEST_DISK_BYTES);
-    spec.env.push(("PYTHONHASHSEED".into(), seed.to_string()));
     spec.files = tree_files(tree)?;
     match target {
         Target::File { name, code } => spec.files.push((test_path(name), code.as_bytes().to_vec())),
@@ -349,28 +490,7 @@ async fn run_pytest(
         }
         Plugin::Outcomes => add_plugin(OUTCOME_PLUGIN),
     }
-    let r = docker.run(&spec).await?;
-    let (output, wrote) = split_writes(&r.output);
-    let (output, traced) = split_trace(&output);
-    let (output, per_node): (_, BTreeMap<String, BTreeMap<String, Vec<u64>>>) =
-        split_packed(&output, TRACED_PER_TEST);
-    let (output, outcomes) = split_packed(&output, OUTCOMES);
-    let (output, finished) = split_finished(&output);
-    let verdict = match verdict(r.oom_killed, r.exit_code, r.timed_out, &output) {
-        _ if r.disk_full => Verdict::DiskFull,
-        Verdict::Passed
-        | Verdict::Assertion
-        | Verdict::ExpectedExceptionMissing
-        | Verdict::UnexpectedException
-            if !finished =>
-        {
-            Verdict::Aborted
-        }
-        verdict => verdict,
-    };
-    let run = TestRun { verdict, exit_code: r.exit_code, output, wrote, seconds: r.duration.as_secs_f64() };
-    let per_node = per_node.into_iter().map(|(node, files)| (node, relative(files))).collect();
-    Ok(Ran { run, traced, per_node, outcomes })
+    Ok(spec)
 }
 
 /// Paths under the repository made relative to it.
@@ -564,6 +684,20 @@ pub async fn run_target(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_batchs_runs_are_split_at_their_end_lines() {
+        let output = "1 failed\n\ncurate-run-end: 1 1 10.5 11.75\n.\n1 passed\ncurate-wrote: f /repo/x\n\ncurate-run-end: 2 0 12 12.5\nhalf of a third";
+        let ended = split_ended(output);
+        assert_eq!(ended.len(), 2, "what follows the last end line did not end");
+        assert_eq!((ended[0].seed, ended[0].exit_code, ended[0].seconds), (1, 1, 1.25));
+        assert_eq!(ended[0].output, "1 failed\n");
+        assert_eq!((ended[1].seed, ended[1].exit_code), (2, 0));
+        assert_eq!(ended[1].output, ".\n1 passed\ncurate-wrote: f /repo/x\n");
+        // An end line that does not read as one ends the split: the runs after it run again.
+        assert_eq!(split_ended("x\ncurate-run-end: 1 one 1 2\n\ncurate-run-end: 2 0 1 2\n").len(), 0);
+        assert_eq!(split_ended("no end line").len(), 0);
+    }
 
     #[test]
     fn pytest_outcomes_are_classified() {

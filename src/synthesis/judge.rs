@@ -23,7 +23,9 @@ use super::source::{TestKind, code_only, network_use, test_kind};
 use super::split;
 use crate::exec::docker::ExecError;
 use crate::exec::hosts::Hosts;
-use crate::exec::testrun::{Target, TestRun, Verdict, run_target, run_target_traced, trace_per_node};
+use crate::exec::testrun::{
+    Target, TestRun, Verdict, run_target, run_target_seeds, run_target_traced, trace_per_node,
+};
 use crate::llm::prompt::Texts;
 
 /// Lines of each side's output kept per candidate in the store.
@@ -384,7 +386,8 @@ impl Judge<'_> {
     }
 
     /// Runs both sides `repeats - 1` more times, each under another hash seed; every run must give
-    /// the first run's verdicts.
+    /// the first run's verdicts. Each side's repeats run in one container (see
+    /// [`run_target_seeds`]), the two sides at once.
     async fn repeat(
         &self,
         target: Target<'_>,
@@ -392,14 +395,18 @@ impl Judge<'_> {
         first: &TestRun,
         record: &mut Value,
     ) -> Result<Result<(), Miss>, JudgeError> {
+        let seeds: Vec<u32> = (1..self.repeats).collect();
+        let (docker, images, t) = (self.docker, self.images, self.timeout);
+        let (reviewed, after) = tokio::join!(
+            run_target_seeds(docker, images.reviewed, trees.reviewed, target, t, &seeds),
+            run_target_seeds(docker, images.fixed, trees.fixed, target, t, &seeds)
+        );
         let mut seen = Vec::new();
-        for seed in 1..self.repeats {
-            let (reviewed, after) = self.both(target, trees, seed).await?;
+        for (reviewed, after) in reviewed?.iter().zip(&after?) {
             seen.push(json!([reviewed.verdict, after.verdict]));
             if reviewed.verdict != first.verdict || after.verdict != Verdict::Passed {
                 record["repeats"] = Value::Array(seen);
-                let problem =
-                    Problem::Flaky { reviewed: verdict_name(&reviewed), fixed: verdict_name(&after) };
+                let problem = Problem::Flaky { reviewed: verdict_name(reviewed), fixed: verdict_name(after) };
                 return Ok(Err(Miss::new(reasons::FLAKY, problem)));
             }
         }

@@ -6,7 +6,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::common::{Scratch, docker_or_skip, root, stderr};
-use curate::exec::testrun::{Target, Verdict, run_target, run_test, run_test_traced};
+use curate::exec::testrun::{Target, Verdict, run_target, run_target_seeds, run_test, run_test_traced};
 use serde_json::Value;
 
 #[test]
@@ -166,6 +166,37 @@ fn a_probe_fails_on_the_reviewed_commit_and_passes_on_the_fixed_one() {
         let outside = run_target(&d, &image, reviewed_tree, outside, t, 0).await.unwrap();
         assert_ne!(outside.verdict, Verdict::Passed, "no fixture outside the tree: {}", outside.output);
         assert!(outside.output.contains("fixture 'answer' not found"), "{}", outside.output);
+
+        // A test's repeats run in one container, each under its own hash seed, each with an empty
+        // /tmp, each verdict and output the run's own.
+        let seeded = "import os\n\ndef test_tmp_is_empty():\n    assert not os.path.exists('/tmp/left')\n    open('/tmp/left', 'w').write('x')\n\ndef test_seed():\n    assert os.environ['PYTHONHASHSEED'] == 'never'\n";
+        let target = Target::File { name: "test_seeded.py", code: seeded };
+        let runs = run_target_seeds(&d, &image, reviewed_tree, target, t, &[1, 2, 3]).await.unwrap();
+        assert_eq!(runs.len(), 3);
+        for (run, seed) in runs.iter().zip(1..) {
+            assert_eq!((run.verdict, run.exit_code), (Verdict::Assertion, Some(1)), "{}", run.output);
+            assert!(run.output.contains(&format!("'{seed}' == 'never'")), "seed {seed}: {}", run.output);
+            assert!(run.output.contains("1 failed, 1 passed"), "seed {seed}: {}", run.output);
+            assert!(!run.output.contains("curate-run-end") && !run.output.contains("curate-finished"));
+            assert!(run.wrote.is_empty(), "{:?}", run.wrote);
+        }
+        // A run that writes into the repository ends the batch: the next runs each get a fresh tree.
+        let once = "import pathlib\n\ndef test_x():\n    p = pathlib.Path('/repo/once.txt')\n    assert not p.exists()\n    p.write_text('x')\n";
+        let target = Target::File { name: "test_once.py", code: once };
+        let runs = run_target_seeds(&d, &image, reviewed_tree, target, t, &[1, 2, 3]).await.unwrap();
+        for run in &runs {
+            assert_eq!(run.verdict, Verdict::Passed, "{}", run.output);
+            assert_eq!(run.wrote, ["/repo/once.txt"]);
+        }
+        // Outputs too long to keep whole in one container's: each run alone, its own output whole.
+        let loud = "import os\n\ndef test_x():\n    print('x' * 50000)\n    assert os.environ['PYTHONHASHSEED'] == 'never'\n";
+        let target = Target::File { name: "test_loud.py", code: loud };
+        let runs = run_target_seeds(&d, &image, reviewed_tree, target, t, &[1, 2]).await.unwrap();
+        for (run, seed) in runs.iter().zip(1..) {
+            assert_eq!(run.verdict, Verdict::Assertion, "{}", run.output);
+            assert!(run.output.contains(&format!("'{seed}' == 'never'")), "seed {seed}");
+            assert!(!run.output.contains("bytes cut"), "seed {seed}");
+        }
 
         let slow = "def test_forever():\n    while True:\n        pass\n";
         let slow = run_test(&d, &image, reviewed_tree, ("test_slow.py", slow), Duration::from_secs(3)).await.unwrap();
