@@ -171,10 +171,18 @@ fn line_link(line: &str) -> Option<(String, String, u64, &str)> {
 }
 
 /// Whether what a tool printed is a review that found nothing: an empty JSON list, bare or
-/// under one of the keys [`findings`] reads (a linter's clean run), as against output that holds
-/// no review at all.
+/// under one of the keys [`findings`] reads (a linter's clean run), alone or alone in a code fence
+/// (a model's answer), as against output that holds no review at all.
 pub fn found_nothing(output: &str) -> bool {
-    match serde_json::from_str::<Value>(output.trim()) {
+    let trimmed = output.trim();
+    let body = match trimmed.strip_prefix("```") {
+        Some(fenced) => match (fenced.find('\n'), fenced.strip_suffix("```")) {
+            (Some(start), Some(inner)) if start < inner.len() => inner[start..].trim(),
+            _ => return false,
+        },
+        None => trimmed,
+    };
+    match serde_json::from_str::<Value>(body) {
         Ok(Value::Array(items)) => items.is_empty(),
         Ok(Value::Object(o)) => {
             LISTS.iter().any(|k| o.get(*k).and_then(Value::as_array).is_some_and(Vec::is_empty))
@@ -262,6 +270,27 @@ pub fn nearest<'h>(finding: &Finding, humans: &'h [Finding]) -> Option<&'h Findi
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_empty_list_is_a_review_that_found_nothing_and_junk_is_not() {
+        for nothing in
+            ["[]", " [ ]\n", "```json\n[]\n```", "{\"comments\": []}", "```\n{\"findings\": []}\n```"]
+        {
+            assert!(found_nothing(nothing), "{nothing:?}");
+            assert!(findings(nothing).is_empty(), "{nothing:?}");
+        }
+        for junk in [
+            "",
+            "LGTM",
+            "[1, 2]",
+            "{\"verdict\": \"ok\"}",
+            "Nothing to add: []",
+            "```json\n[\n```",
+            "[{\"path\": \"a.py\"",
+        ] {
+            assert!(!found_nothing(junk), "{junk:?}");
+        }
+    }
     use super::*;
 
     #[test]

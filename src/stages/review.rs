@@ -28,7 +28,7 @@ use crate::repo::Mirrors;
 use crate::repo::workspace::history_free_copy;
 use crate::review::command::{Instance, ReviewCache, ReviewCommand};
 use crate::review::fit::fit_patch;
-use crate::review::{Finding, findings};
+use crate::review::{Finding, findings, found_nothing};
 
 #[derive(Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
@@ -134,8 +134,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         unhashed: &["reviewer.llm"],
         provides: Some(contract::Review::NAME),
         // 2: the built-in reviewer is shown a patch cut to fit, and a cut-off answer's complete
-        // comments are read.
-        ..StageDef::new(adapt(Review { name, reviewer }), 2, Scope::Pr, resource)
+        // comments are read. 3: an answer saying it found nothing (`[]`) is a review, not a failure.
+        ..StageDef::new(adapt(Review { name, reviewer }), 3, Scope::Pr, resource)
     })
 }
 
@@ -174,7 +174,9 @@ impl AsyncStage for Review {
                 };
                 input.meter.add(answer.usage.into());
                 let found = findings(&answer.text);
-                let failure = found.is_empty().then(|| "the answer held no review comments".to_string());
+                // An answer saying it found nothing is a review, as a tool's empty report is.
+                let failure = (found.is_empty() && !found_nothing(&answer.text))
+                    .then(|| "the answer held no review comments".to_string());
                 reviewed(&self.name, found, failure)
             }
             Reviewer::None => {

@@ -73,6 +73,9 @@ fn an_agent_guided_by_the_comment_must_make_the_hidden_test_pass() {
         let first_user = messages.iter().find(|m| m["role"] == "user").unwrap()["content"].as_str().unwrap();
         let step = messages.iter().filter(|m| m["role"] == "assistant").count();
         let found = keys.iter().position(|k| first_user.contains(k.as_str()));
+        if system.contains("reviewer who found nothing") {
+            return Reply::Answer("```json\n[]\n```".into());
+        }
         if system.contains("experienced code reviewer") {
             // The built-in reviewer's prompt, refused as llama.cpp refuses one over its context.
             let refusal = r#"{"error":{"code":400,"message":"request (26442 tokens) exceeds the available context size (8192 tokens), try increasing it","type":"exceed_context_size_error"}}"#;
@@ -258,14 +261,17 @@ fn an_agent_guided_by_the_comment_must_make_the_hidden_test_pass() {
             "  - {{id: review_{id}, kind: review, name: {id}, reviewer: {reviewer}}}\n  - {{id: revise_{id}, kind: revise, needs: review_{id}, agent: {agent}}}\n  - {{id: score_{id}, kind: score, needs: revise_{id}}}\n"
         )
     };
+    let review_prompt = std::fs::read_to_string(root().join("prompts/review.md")).unwrap();
+    s.write("clean.md", &review_prompt.replace("experienced code reviewer", "reviewer who found nothing"));
     s.write(
         "eval.yaml",
         &format!(
-            "name: ev\nsource: {{kind: benchmark, path: bench1}}\ndefaults:\n  cache: cache\n  repos: {{url: '{mirrors}/{{repo}}.git'}}\n  llm: {{base_url: '{url}', max_retries: 0}}\nstages:\n{}{}{}{}",
+            "name: ev\nsource: {{kind: benchmark, path: bench1}}\ndefaults:\n  cache: cache\n  repos: {{url: '{mirrors}/{{repo}}.git'}}\n  llm: {{base_url: '{url}', max_retries: 0}}\nstages:\n{}{}{}{}{}",
             chain("human", "{kind: human}"),
             chain("vague", "{kind: command, command: 'echo src/durations/__init__.py:30: consider renaming this'}"),
             chain("broken", "{kind: command, command: 'echo boom >&2; exit 3'}"),
             chain("llm", &format!("{{kind: llm, prompt: {}/review.md}}", root().join("prompts").display())),
+            chain("clean", &format!("{{kind: llm, prompt: {}}}", s.path("clean.md").display())),
             mirrors = mirrors.display(),
             url = server.base_url,
         ),
@@ -287,6 +293,12 @@ fn an_agent_guided_by_the_comment_must_make_the_hidden_test_pass() {
     assert_eq!(row("llm")["failed_reviews"], 1, "{report}");
     assert_eq!(row("llm")["instances"], 1, "{report}");
     assert_eq!(row("llm")["overall"]["total"], 1, "{report}");
+    // A model's answer that it found nothing (`[]`) is a review with no comments, as a tool's
+    // empty report is, not a failed one.
+    assert_eq!(
+        (row("clean")["failed_reviews"].as_u64(), row("clean")["comments"].as_u64()),
+        (Some(0), Some(0))
+    );
     assert_eq!(report["evaluation"]["union"], 1);
     let md = s.curate(&["report", "eval.yaml"]);
     let md = String::from_utf8_lossy(&md.stdout);
