@@ -402,8 +402,10 @@ pub fn rewritten(answer: &str, original: &str, truncated: bool) -> Result<String
     if code.trim().is_empty() {
         return Err(NotARewrite::NoCode);
     }
-    let want = original.lines().find(|l| is_code(l)).map_or(0, indent_of);
-    let have = code.lines().filter(|l| is_code(l)).map(indent_of).min().unwrap_or(0);
+    // Both sides' least indentation: a window's first line may sit deeper than a later one (a
+    // dict's entry, then the bracket that closes it).
+    let least = |text: &str| text.lines().filter(|l| is_code(l)).map(indent_of).min().unwrap_or(0);
+    let (want, have) = (least(original), least(&code));
     let code = reindent(&code, have, want);
     let same = |a: &str, b: &str| {
         a.lines()
@@ -506,6 +508,25 @@ mod tests {
             " a = 1\n-b = 2\n+b = 3\n c = 4\n d = 5\n...\n f = 7\n g = 8\n+h = 9\n"
         );
         assert_eq!(changes_in(patch, "other.py", Region { start: 1, end: 9 }), "");
+    }
+
+    #[test]
+    fn a_window_that_starts_deeper_than_it_ends_is_not_shifted() {
+        // pygments 2576: a window of a lexer's token table, from inside one state's list to the
+        // next state's; the model sent it back as it was.
+        let original = "            (r'\\.', Keyword),\n            (r'\\]', Keyword, '#pop'),\n        ],\n        'value': [\n            (_time, Literal.Date, '#pop'),\n";
+        assert_eq!(
+            rewritten(&format!("```python\n{original}```\n"), original, false),
+            Err(NotARewrite::Unchanged)
+        );
+        let edited = original.replace("(r'\\.', Keyword)", "(r'\\s*\\.\\s*', Keyword)");
+        assert_eq!(
+            rewritten(&format!("```python\n{edited}```"), original, false).unwrap(),
+            edited.trim_end()
+        );
+        // An answer moved as a whole comes back to the original's indentation.
+        let moved: String = edited.lines().map(|l| format!("{}\n", &l[4..])).collect();
+        assert_eq!(rewritten(&format!("```python\n{moved}```"), original, false).unwrap(), edited.trim_end());
     }
 
     #[test]

@@ -55,7 +55,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         requires: vec![contract::Review::NAME],
         ..StageDef::new(
             adapt(Revise { agent: built.agent, mirrors: ctx.mirrors.clone(), tested }),
-            2,
+            // 3: a rewrite is moved to the shown lines' least indentation (as validation's 5).
+            3,
             Scope::Pr,
             Resource::Llm,
         )
