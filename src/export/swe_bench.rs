@@ -7,7 +7,6 @@
 //! [`check`] runs each instance as a harness would.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,6 +24,7 @@ use crate::repo::hunks::file_sections;
 use crate::repo::workspace::{apply_patch, file_diff, history_free_copy};
 use crate::repo::{Mirror, Mirrors, RepoError};
 use crate::stages::contract::{self, Contract};
+use crate::synthesis::project::is_test_side;
 
 /// Where a test of curate's goes in the repository: a directory of its own, so it shadows nothing.
 pub const CURATE_TESTS: &str = "curate_tests";
@@ -211,14 +211,6 @@ fn test_side(
         }
     }
     Ok(paths)
-}
-
-fn is_test_side(path: &str) -> bool {
-    let p = Path::new(path);
-    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    crate::synthesis::facts::is_test_file(p)
-        || name == "conftest.py"
-        || p.components().any(|c| c.as_os_str().to_str().is_some_and(crate::synthesis::facts::is_test_dir))
 }
 
 /// The paths a unified diff changes (its `+++ b/` side; a deleted file's `--- a/` side).
