@@ -215,12 +215,18 @@ fn test_path(name: &str) -> String {
 /// shell, not in a file the test could touch, move or delete. `options` go to pytest (with a
 /// leading space).
 fn test_command(pytest_args: &str, options: &str) -> Vec<String> {
-    let script = format!(
+    let script = format!("{}; exit $rc", pytest_then_writes(pytest_args, options));
+    vec!["sh".into(), "-c".into(), script]
+}
+
+/// The part of a test run's shell command that runs pytest (its exit code left in `rc`, its start
+/// in `start`) and then lists the paths it wrote under the repository (see [`test_command`]).
+fn pytest_then_writes(pytest_args: &str, options: &str) -> String {
+    format!(
         "start=$(date +%s.%N) && python -m pytest -q -p no:cacheprovider{options} {pytest_args}; \
          rc=$?; find {REPO} -newerct \"@$start\" -not -path '*/__pycache__*' -printf '%y %p\\n' \
-         | sed 's|^|{WROTE}|'; exit $rc"
-    );
-    vec!["sh".into(), "-c".into(), script]
+         | sed 's|^|{WROTE}|'"
+    )
 }
 
 /// The module name of the tracing plugin in the test directory, and its source.
@@ -360,12 +366,10 @@ const RUN_END: &str = "curate-run-end: ";
 fn seeds_command(pytest_args: &str, options: &str, seeds: &[u32]) -> Vec<String> {
     let seeds: Vec<String> = seeds.iter().map(u32::to_string).collect();
     let script = format!(
-        "for seed in {seeds}; do find /tmp -mindepth 1 -delete 2>/dev/null; start=$(date +%s.%N); \
-         PYTHONHASHSEED=$seed python -m pytest -q -p no:cacheprovider{options} {pytest_args}; rc=$?; \
-         find {REPO} -newerct \"@$start\" -not -path '*/__pycache__*' -printf '%y %p\\n' \
-         | sed 's|^|{WROTE}|'; printf '\\n{RUN_END}%s %s %s %s\\n' \"$seed\" \"$rc\" \"$start\" \
-         \"$(date +%s.%N)\"; done",
-        seeds = seeds.join(" ")
+        "for seed in {seeds}; do find /tmp -mindepth 1 -delete 2>/dev/null; export PYTHONHASHSEED=$seed; \
+         {run}; printf '\\n{RUN_END}%s %s %s %s\\n' \"$seed\" \"$rc\" \"$start\" \"$(date +%s.%N)\"; done",
+        seeds = seeds.join(" "),
+        run = pytest_then_writes(pytest_args, options)
     );
     vec!["sh".into(), "-c".into(), script]
 }
@@ -425,8 +429,10 @@ pub async fn run_target_seeds(
         let mut spec = pytest_spec(image, tree, target, command, Plugin::None)?;
         spec.timeout = timeout * seeds.len() as u32;
         let r = docker.run(&spec).await?;
-        let whole = r.output.len() <= crate::exec::sandbox::OUTPUT_LIMIT;
-        for (ended, seed) in split_ended(&r.output).into_iter().zip(seeds).filter(|_| whole) {
+        // An output cut in the middle may have lost a run's end line or its verdict's words.
+        let cut = r.output.len() > crate::exec::sandbox::OUTPUT_LIMIT;
+        let ended = if cut { Vec::new() } else { split_ended(&r.output) };
+        for (ended, seed) in ended.into_iter().zip(seeds) {
             // A run past its own limit would have been killed alone: it runs again, alone.
             if ended.seed != *seed || ended.seconds > timeout.as_secs_f64() {
                 break;

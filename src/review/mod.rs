@@ -270,6 +270,7 @@ pub fn nearest<'h>(finding: &Finding, humans: &'h [Finding]) -> Option<&'h Findi
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn an_empty_list_is_a_review_that_found_nothing_and_junk_is_not() {
@@ -291,7 +292,6 @@ mod tests {
             assert!(!found_nothing(junk), "{junk:?}");
         }
     }
-    use super::*;
 
     #[test]
     fn a_markdown_review_whose_issues_link_to_lines_gives_one_comment_an_issue() {
