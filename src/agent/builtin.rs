@@ -10,7 +10,10 @@ use serde_json::{Value, json};
 
 use super::edits::{self, EditError, apply, parse_any};
 use super::rewrite::{self, Region};
-use super::{Agent, AgentFuture, AgentTask, Mode, PLACEHOLDERS, REWRITE_PLACEHOLDERS, Revision};
+use super::{
+    Agent, AgentFuture, AgentTask, FOCUS_PLACEHOLDERS, Mode, PLACEHOLDERS, REWRITE_PLACEHOLDERS, Revision,
+    focus,
+};
 use crate::context::StageContext;
 use crate::engine::stage::{Meter, TaskError};
 use crate::errors::ConfigError;
@@ -37,6 +40,9 @@ pub struct BuiltinAgent {
     /// In the rewrite mode, the comments put after each shown line the PR added and after each
     /// commented line (`  # ...`), taken off the answer again.
     marks: Marks,
+    /// In the rewrite mode, the prompt that asks for the commented statement alone after an answer
+    /// that changed nothing ([`focus`]).
+    focus: Option<Template>,
 }
 
 /// The comments the rewrite mode puts after shown lines, each `  # TEXT`.
@@ -107,7 +113,14 @@ impl BuiltinAgent {
             resample_temperature: None,
             hide_docstrings: false,
             marks: Marks::default(),
+            focus: None,
         })
+    }
+
+    /// In the rewrite mode, an unchanged answer followed by the narrower question of `prompt`.
+    pub fn focusing(self, ctx: &StageContext, prompt: Option<&Path>) -> Result<BuiltinAgent, ConfigError> {
+        let focus = prompt.map(|p| ctx.template("agent.focus_prompt", p, &FOCUS_PLACEHOLDERS)).transpose()?;
+        Ok(BuiltinAgent { focus, ..self })
     }
 
     /// Attempts after the first sampled at `temperature` (none: every attempt at the model's own).
@@ -264,7 +277,40 @@ impl BuiltinAgent {
             ("changes", rewrite::changes_in(&task.patch, path, *region)),
         ]);
         let mut messages = self.prompt.render(&values);
+        // Set once an answer changed nothing: the steps left ask for the commented statement.
+        let mut narrowed: Option<Narrowed> = None;
         for step in 1..=self.max_steps {
+            if let Some(n) = &mut narrowed {
+                let (answer, _) = self.llm.chat(&self.request(n.messages.clone(), attempt)).await?;
+                meter.add(answer.usage.into());
+                let text = unmark(&answer.text);
+                let body = rewrite::code_of(&text);
+                // Sent back whole, the definition is a rewrite of what the first question showed.
+                let spliced = if focus::is_whole(&body, &unmark(&shown.code), &n.code) {
+                    rewrite::rewritten(&text, &unmark(&shown.code), answer.truncated)
+                        .map(|c| rewrite::splice(&source, *region, &unmark(&shown.restore(&c))))
+                } else {
+                    let body = focus::without_copied_neighbours(&body, &source, n.region);
+                    rewrite::rewritten(&body, &n.code, answer.truncated)
+                        .map(|c| rewrite::splice(&source, n.region, &c))
+                };
+                transcript.push(json!({
+                    "step": step,
+                    "place": format!("{path}:{}-{}", n.region.start, n.region.end),
+                    "focus": true,
+                    "answer": answer.text,
+                    "applied": usize::from(spliced.is_ok()),
+                    "errors": spliced.as_ref().err().map(|e| self.texts.get(e.key())).into_iter().collect::<Vec<_>>(),
+                }));
+                match spliced {
+                    Ok(text) => return write(&file, &text),
+                    Err(error) => {
+                        n.messages.push(Message::assistant(answer.text));
+                        n.messages.extend(self.feedback_message(&[self.texts.get(error.key())]));
+                    }
+                }
+                continue;
+            }
             let (answer, _) = self.llm.chat(&self.request(messages.clone(), attempt)).await?;
             meter.add(answer.usage.into());
             let outcome = rewrite::rewritten(&unmark(&answer.text), &unmark(&shown.code), answer.truncated);
@@ -277,18 +323,55 @@ impl BuiltinAgent {
             }));
             match outcome {
                 Ok(code) => {
-                    std::fs::write(&file, rewrite::splice(&source, *region, &unmark(&shown.restore(&code))))
-                        .map_err(|e| TaskError::infra(format!("writing {}: {e}", file.display())))?;
-                    return Ok(());
+                    return write(&file, &rewrite::splice(&source, *region, &unmark(&shown.restore(&code))));
                 }
                 Err(error) => {
-                    messages.push(Message::assistant(answer.text));
-                    messages.extend(self.feedback_message(&[self.texts.get(error.key())]));
+                    narrowed = (error == rewrite::NotARewrite::Unchanged)
+                        .then(|| self.narrowed(&values, &source, place, &shown.code))
+                        .flatten();
+                    if narrowed.is_none() {
+                        messages.push(Message::assistant(answer.text));
+                        messages.extend(self.feedback_message(&[self.texts.get(error.key())]));
+                    }
                 }
             }
         }
         Ok(())
     }
+
+    /// The narrower question for `place` ([`focus`]), when the agent asks one and the commented
+    /// line is in a statement it can find: `values` of the first question, with the definition
+    /// as it was shown (`shown`) for context.
+    fn narrowed(
+        &self,
+        values: &std::collections::BTreeMap<&str, String>,
+        source: &str,
+        place: &Place,
+        shown: &str,
+    ) -> Option<Narrowed> {
+        let template = self.focus.as_ref()?;
+        let region = focus::statement_in(&place.path, source, place.line as usize, place.region)?;
+        let code = rewrite::cut(source, region);
+        let mut values = values.clone();
+        values.insert("context", shown.to_string());
+        values.insert("context_start", place.region.start.to_string());
+        values.insert("context_end", place.region.end.to_string());
+        values.insert("start", region.start.to_string());
+        values.insert("end", region.end.to_string());
+        values.insert("code", code.clone());
+        Some(Narrowed { region, code, messages: template.render(&values) })
+    }
+}
+
+/// The narrower question's state: the statement's lines, their code, the conversation so far.
+struct Narrowed {
+    region: Region,
+    code: String,
+    messages: Vec<Message>,
+}
+
+fn write(file: &Path, text: &str) -> Result<(), TaskError> {
+    std::fs::write(file, text).map_err(|e| TaskError::infra(format!("writing {}: {e}", file.display())))
 }
 
 /// A place the rewrite mode rewrites: a file, the line of its first note, the region around it.

@@ -11,6 +11,7 @@
 pub mod builtin;
 pub mod command;
 pub mod edits;
+pub mod focus;
 pub mod rewrite;
 pub mod tested;
 
@@ -83,6 +84,12 @@ pub const PLACEHOLDERS: [&str; 4] = ["pr_title", "patch", "review", "files"];
 /// The placeholders of the rewrite mode's prompt: one commented place at a time.
 pub const REWRITE_PLACEHOLDERS: [&str; 9] =
     ["pr_title", "patch", "review", "path", "line", "start", "end", "code", "changes"];
+
+/// The placeholders of the rewrite mode's narrower question ([`focus`]): the commented statement
+/// (`start`, `end`, `code`) in the definition shown around it (`context_start`, `context_end`,
+/// `context`).
+pub const FOCUS_PLACEHOLDERS: [&str; 10] =
+    ["pr_title", "review", "path", "line", "start", "end", "code", "context", "context_start", "context_end"];
 
 /// How the built-in agent answers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -170,6 +177,10 @@ pub enum AgentConfig {
         /// (and taken off the answer): a small model is not shown line numbers.
         #[serde(default)]
         mark_commented: Option<String>,
+        /// In the rewrite mode: after an answer that changed nothing, the steps left ask with this
+        /// prompt for the commented statement alone, the definition shown around it.
+        #[serde(default)]
+        focus_prompt: Option<PathBuf>,
         #[serde(default)]
         llm: Box<LlmSpec>,
     },
@@ -222,6 +233,7 @@ impl AgentConfig {
                 hide_docstrings,
                 mark_added,
                 mark_commented,
+                focus_prompt,
                 llm,
             } => {
                 if resample_temperature.is_some_and(|t| !(0.0..=2.0).contains(&t)) {
@@ -247,7 +259,11 @@ impl AgentConfig {
                 let agent = builtin::BuiltinAgent::new(ctx, prompt, feedback_prompt, *max_steps, *mode, llm)?
                     .resampled_at(*resample_temperature)
                     .hiding_docstrings(*hide_docstrings)
-                    .marking(builtin::Marks::new(mark_added.as_deref(), mark_commented.as_deref()));
+                    .marking(builtin::Marks::new(mark_added.as_deref(), mark_commented.as_deref()))
+                    .focusing(ctx, focus_prompt.as_deref())?;
+                if focus_prompt.is_some() && *mode != Mode::Rewrite {
+                    return Err(ConfigError::new("agent.focus_prompt", "applies to the rewrite mode only"));
+                }
                 let mut fingerprint = agent.fingerprint();
                 // Only when not the default, so keys made before these settings stay valid.
                 if *mode == Mode::Rewrite {
@@ -265,11 +281,9 @@ impl AgentConfig {
                 if let Some(text) = mark_commented {
                     fingerprint["mark_commented"] = serde_json::json!(text);
                 }
-                Ok(BuiltAgent {
-                    agent: Arc::new(agent),
-                    files: vec![path_text(prompt), path_text(feedback_prompt)],
-                    fingerprint,
-                })
+                let mut files = vec![path_text(prompt), path_text(feedback_prompt)];
+                files.extend(focus_prompt.as_deref().map(path_text));
+                Ok(BuiltAgent { agent: Arc::new(agent), files, fingerprint })
             }
             AgentConfig::Command { command, prompt, timeout_secs } => Ok(BuiltAgent {
                 agent: Arc::new(command::CommandAgent::new(ctx, command, prompt, *timeout_secs)?),

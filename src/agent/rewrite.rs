@@ -398,7 +398,7 @@ pub fn rewritten(answer: &str, original: &str, truncated: bool) -> Result<String
     if truncated {
         return Err(NotARewrite::CutOff);
     }
-    let code = fenced(answer).unwrap_or_else(|| answer.trim_matches('\n').to_string());
+    let code = code_of(answer);
     if code.trim().is_empty() {
         return Err(NotARewrite::NoCode);
     }
@@ -425,6 +425,11 @@ pub fn rewritten(answer: &str, original: &str, truncated: bool) -> Result<String
         return Err(NotARewrite::PartOfDefinition);
     }
     Ok(code)
+}
+
+/// The code of an answer: its first fenced block, or the whole answer when it has none.
+pub fn code_of(answer: &str) -> String {
+    fenced(answer).unwrap_or_else(|| answer.trim_matches('\n').to_string())
 }
 
 /// The first fenced code block of `answer`, without its fences.

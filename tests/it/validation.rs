@@ -475,6 +475,78 @@ fn a_rewrite_of_the_commented_function_is_spliced_back_and_validated() {
     assert!(!patch.contains("Return the number of seconds"), "{patch}");
 }
 
+/// With `focus_prompt`, an answer that sends the function back unchanged is followed by the
+/// commented statement alone (`return sum(...)`, three lines), the function shown around it; the
+/// answer, with the line before the statement copied along, replaces only the statement.
+#[test]
+fn an_unchanged_rewrite_is_followed_by_the_commented_statement_alone() {
+    if !docker_or_skip("the narrower-question validation test") {
+        return;
+    }
+    let (record, texts) = durations3();
+    let first: String = texts[0].chars().take(60).collect();
+    let raise = "        raise ValueError(f\"malformed duration: {text!r}\")";
+    let server = Server::responding(move |body| {
+        let messages = body["messages"].as_array().unwrap();
+        let system = messages[0]["content"].as_str().unwrap_or("");
+        let user = messages.iter().find(|m| m["role"] == "user").unwrap()["content"].as_str().unwrap();
+        if !user.contains(first.as_str()) {
+            return Reply::Answer("I cannot write a test for this.".into());
+        }
+        if !system.contains("one piece of code") {
+            return fence(BEHAVIOURAL);
+        }
+        let blocks: Vec<&str> =
+            user.split("```python\n").skip(1).filter_map(|c| c.split("\n```").next()).collect();
+        if !user.contains("The comment is about lines") {
+            return Reply::Answer(format!("```python\n{}\n```", blocks[0]));
+        }
+        assert!(blocks[0].trim_start().starts_with("def parse_duration"), "the function as context: {user}");
+        assert_eq!(
+            blocks[1],
+            "    return sum(\n        int(float(number) * _UNITS[unit]) for number, unit in _TOKEN.findall(text)\n    )",
+            "the statement the comment is on, whole"
+        );
+        Reply::Answer(format!(
+            "Change: add the floats up and round once.\n```python\n{raise}\n    return round(sum(float(number) * _UNITS[unit] for number, unit in _TOKEN.findall(text)))\n```"
+        ))
+    });
+    let s = Scratch::new();
+    let mirrors = s.sample_mirrors();
+    s.write("one.jsonl", &format!("{record}\n"));
+    let stages = "  - id: validate
+    kind: agent_validation
+    needs: [tests, context, environment]
+    attempts: 1
+    agent:
+      kind: builtin
+      mode: rewrite
+      prompt: {prompts}/agent_rewrite_real.md
+      feedback_prompt: {prompts}/agent_rewrite_feedback.md
+      focus_prompt: {prompts}/agent_focus_real.md
+      max_steps: 2
+      mark_added: added by the pull request
+      mark_commented: the review comment points here
+";
+    s.write("p.yaml", &curation_pipeline("val", &mirrors, &server.base_url, "    repeats: 1\n", stages));
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (state, _, validated) = &rows(&s, "validate")["curate-sample__durations-3#1"];
+    assert_eq!(state, "kept", "{validated}");
+    let patch = validated["patch"].as_str().unwrap();
+    assert!(patch.contains("+    return round(sum(float(number)"), "{patch}");
+    assert!(
+        !patch.contains("+        raise"),
+        "the copied line before the statement is not doubled: {patch}"
+    );
+    assert!(!patch.contains("def parse_duration(text: str) -> int:\n+"), "{patch}");
+    let steps = validated["history"][0]["transcript"].as_array().expect("the attempt's transcript");
+    assert_eq!(steps.len(), 2, "{steps:?}");
+    assert_eq!(steps[1]["focus"], true, "{steps:?}");
+    let told = server.requests().iter().any(|r| r.to_string().contains("it changes nothing"));
+    assert!(!told, "the unchanged answer was followed by the narrower question, not by feedback");
+}
+
 /// With `tested_code`, a comment on one of the PR's tests (here moved to the line of
 /// `test_fractions_and_weeks` that calls `parse_duration`) is answered at the code that test calls:
 /// the agent is shown `parse_duration`, with the test quoted in the comment and the lines the PR

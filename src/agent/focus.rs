@@ -1,0 +1,228 @@
+//! The rewrite mode's narrower question: after an answer that sent the definition back unchanged,
+//! the model is asked for the commented statement alone (with the definition shown around it),
+//! and its answer replaces only that statement. A small model asked to rewrite forty lines copies
+//! them; asked for the one `raise ValueError(` the comment is on, it has little left to copy.
+
+use super::rewrite::Region;
+
+/// A compound statement's body up to this many lines is asked for with its header: an answer to
+/// `if x:` alone comes back with the body, which would then be there twice.
+const SMALL_BODY: usize = 6;
+
+/// Extensions of the files whose statements [`statement_in`] finds (Python's).
+const PYTHON: &[&str] = &["py", "pyi", "pyx", "pxd"];
+
+/// The lines of the Python statement of `source` that holds `line` (from 1), within `within`:
+/// a statement over several lines (open brackets, a string in triple quotes, a backslash) whole;
+/// a compound statement's header with its body when that body is small. None for a file that is
+/// not Python, or a line that is blank or only a comment.
+pub fn statement_in(path: &str, source: &str, line: usize, within: Region) -> Option<Region> {
+    let ext = path.rsplit_once('.').map_or("", |(_, e)| e);
+    if !PYTHON.contains(&ext) || !(within.start..=within.end).contains(&line) {
+        return None;
+    }
+    let lines: Vec<&str> = source.lines().collect();
+    let last = within.end.min(lines.len());
+    let text = |n: usize| lines[n - 1];
+    if !is_code(lines.get(line - 1)?) {
+        return None;
+    }
+    let starts = logical_starts(&lines, within.start, last);
+    let start = *starts.iter().rev().find(|&&s| s <= line)?;
+    let end = starts.iter().find(|&&s| s > line).map_or(last, |&next| next - 1);
+    // The statement ends at its last code line, not at blank lines after it.
+    let end = (start..=end).rev().find(|&n| is_code(text(n))).unwrap_or(start);
+    let header = text(end).split(" #").next().unwrap_or("").trim_end().ends_with(':');
+    if !header {
+        return Some(Region { start, end });
+    }
+    let indent = indent_of(text(start));
+    let body_end = (end + 1..=last)
+        .take_while(|&n| !is_code(text(n)) || indent_of(text(n)) > indent)
+        .filter(|&n| is_code(text(n)))
+        .last();
+    match body_end {
+        Some(b) if b - end <= SMALL_BODY => Some(Region { start, end: b }),
+        _ => Some(Region { start, end }),
+    }
+}
+
+fn indent_of(line: &str) -> usize {
+    line.len() - line.trim_start().len()
+}
+
+fn is_code(line: &str) -> bool {
+    let t = line.trim();
+    !t.is_empty() && !t.starts_with('#')
+}
+
+/// The lines (from 1) in `first..=last` that begin a logical line: not inside brackets, a string
+/// or after a backslash.
+fn logical_starts(lines: &[&str], first: usize, last: usize) -> Vec<usize> {
+    let mut starts = Vec::new();
+    let mut depth = 0usize;
+    // The open string's quote, and whether it is triple.
+    let mut string: Option<(char, bool)> = None;
+    let mut continued = false;
+    for n in first..=last {
+        if depth == 0 && string.is_none() && !continued {
+            starts.push(n);
+        }
+        let chars: Vec<char> = lines[n - 1].chars().collect();
+        let mut i = 0;
+        continued = false;
+        while i < chars.len() {
+            let c = chars[i];
+            let triple = |q: char| chars.get(i + 1) == Some(&q) && chars.get(i + 2) == Some(&q);
+            match string {
+                Some(_) if c == '\\' => {
+                    // A backslash at the end of a line in a string continues it.
+                    continued = i + 1 == chars.len();
+                    i += 1;
+                }
+                Some((q, true)) if c == q && triple(q) => {
+                    string = None;
+                    i += 2;
+                }
+                Some((q, false)) if c == q => string = None,
+                Some(_) => {}
+                None => match c {
+                    '#' => break,
+                    '\'' | '"' if triple(c) => {
+                        string = Some((c, true));
+                        i += 2;
+                    }
+                    '\'' | '"' => string = Some((c, false)),
+                    '(' | '[' | '{' => depth += 1,
+                    ')' | ']' | '}' => depth = depth.saturating_sub(1),
+                    '\\' if i + 1 == chars.len() => continued = true,
+                    _ => {}
+                },
+            }
+            i += 1;
+        }
+        // A quote of one character does not run past its line unless a backslash continues it.
+        if matches!(string, Some((_, false))) && !continued {
+            string = None;
+        }
+    }
+    starts
+}
+
+/// `code` (an answer for the statement `focus` of `source`) without the lines at its start that
+/// copy the lines just before `focus`, and those at its end that copy the lines just after it:
+/// shown the definition around, a model often sends a neighbour back with its change.
+pub fn without_copied_neighbours(code: &str, source: &str, focus: Region) -> String {
+    let lines: Vec<&str> = source.lines().collect();
+    let mut answer: Vec<&str> = code.lines().collect();
+    let same = |a: &str, b: &str| a.trim() == b.trim();
+    let before = &lines[..focus.start - 1];
+    let after = &lines[focus.end.min(lines.len())..];
+    let lead = (1..=before.len().min(answer.len().saturating_sub(1)))
+        .rev()
+        .find(|&k| answer[..k].iter().zip(&before[before.len() - k..]).all(|(a, b)| same(a, b)))
+        .unwrap_or(0);
+    answer.drain(..lead);
+    let tail = (1..=after.len().min(answer.len().saturating_sub(1)))
+        .rev()
+        .find(|&k| answer[answer.len() - k..].iter().zip(&after[..k]).all(|(a, b)| same(a, b)))
+        .unwrap_or(0);
+    answer.truncate(answer.len() - tail);
+    answer.join("\n")
+}
+
+/// Whether an answer to the narrower question is the whole definition instead: it opens with the
+/// definition's first line, which the statement does not, or holds far more lines than the
+/// statement and most of the definition's.
+pub fn is_whole(code: &str, shown: &str, statement: &str) -> bool {
+    let first = |text: &str| text.lines().find(|l| is_code(l)).map(|l| l.trim().to_string());
+    let count = |text: &str| text.lines().filter(|l| is_code(l)).count();
+    let opens_like_shown = first(code).is_some() && first(code) == first(shown);
+    if opens_like_shown && first(statement) != first(shown) {
+        return true;
+    }
+    opens_like_shown && count(code) > count(statement) + 3 && 2 * count(code) >= count(shown)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SOURCE: &str = "\
+def merge(self, other):
+    try:
+        with self._merge(other):
+            f(self, other)
+    except MergeError:
+        raise ValueError(
+            \"no alignment \"
+            \"(see the docs)\"
+        )
+    return self
+
+
+def ordinal(value):
+    try:
+        if value is math.nan:
+            return format(value)
+        value = int(value)
+    except TypeError:
+        return str(value)
+    s = '''a ( string
+    over lines'''
+    return value
+";
+
+    fn at(line: usize) -> Option<Region> {
+        statement_in("x.py", SOURCE, line, Region { start: 1, end: SOURCE.lines().count() })
+    }
+
+    #[test]
+    fn a_statement_over_several_lines_is_found_from_any_of_them() {
+        let call = Region { start: 6, end: 9 };
+        assert_eq!(at(6), Some(call));
+        assert_eq!(at(7), Some(call), "from inside the brackets");
+        assert_eq!(at(9), Some(call));
+        assert_eq!(at(10), Some(Region { start: 10, end: 10 }));
+        assert_eq!(at(20), Some(Region { start: 20, end: 21 }), "a string in triple quotes");
+    }
+
+    #[test]
+    fn a_header_comes_with_a_small_body_and_alone_with_a_long_one() {
+        assert_eq!(at(15), Some(Region { start: 15, end: 16 }), "`if` and its one line");
+        assert_eq!(at(3), Some(Region { start: 3, end: 4 }));
+        assert_eq!(at(13), Some(Region { start: 13, end: 13 }), "a def of eight lines stays a header");
+        assert_eq!(at(5), Some(Region { start: 5, end: 9 }), "`except` and the call under it");
+    }
+
+    #[test]
+    fn blank_lines_other_languages_and_lines_outside_give_none() {
+        assert_eq!(at(11), None);
+        assert_eq!(statement_in("x.c", SOURCE, 6, Region { start: 1, end: 22 }), None);
+        assert_eq!(statement_in("x.py", SOURCE, 6, Region { start: 13, end: 22 }), None);
+    }
+
+    #[test]
+    fn an_answer_loses_the_neighbours_it_copied() {
+        let focus = Region { start: 15, end: 16 };
+        let answer = "    try:\n        if not math.isfinite(value):\n            return format(value)\n        value = int(value)";
+        assert_eq!(
+            without_copied_neighbours(answer, SOURCE, focus),
+            "        if not math.isfinite(value):\n            return format(value)"
+        );
+        let alone = "        if not math.isfinite(value):\n            return format(value)";
+        assert_eq!(without_copied_neighbours(alone, SOURCE, focus), alone, "nothing copied");
+        let only_a_copy = "        value = int(value)";
+        assert_eq!(without_copied_neighbours(only_a_copy, SOURCE, focus), only_a_copy, "never all of it");
+    }
+
+    #[test]
+    fn the_whole_definition_sent_back_is_told_from_a_statement() {
+        let shown = "def merge(self, other):\n    try:\n        with self._merge(other):\n            f(self, other)\n    except MergeError:\n        raise ValueError(\"x\")\n    return self";
+        let statement = "        raise ValueError(\"x\")";
+        assert!(is_whole(shown, shown, statement));
+        assert!(!is_whole("        raise MergeError(\"x\")", shown, statement));
+        let def = "def merge(self, other):";
+        assert!(!is_whole("def merge(self, other):\n    if not other:\n        return self", shown, def));
+    }
+}
