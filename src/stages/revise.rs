@@ -42,9 +42,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     let config: Config = parse_config(config)?;
     let built = config.agent.build(ctx)?;
     let tested = config.agent.tested_texts(ctx, config.tested_code)?;
-    // 2: the built-in agent also reads unified diffs and whole files. 3: with `tested_code`, a
-    // comment on a test's data goes to the PR's change nearest it in words. 4: the rewrite mode
-    // takes the model's altered copies of its marks off too.
+    // 3: a rewrite is moved to the shown lines' least indentation (validation's 5). 4: an answer
+    // with no code block loses its `Change:` line (validation's 6).
     Ok(StageDef {
         side_effects: true,
         files: built.files,
@@ -55,8 +54,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         requires: vec![contract::Review::NAME],
         ..StageDef::new(
             adapt(Revise { agent: built.agent, mirrors: ctx.mirrors.clone(), tested }),
-            // 3: a rewrite is moved to the shown lines' least indentation (as validation's 5).
-            3,
+            4,
             Scope::Pr,
             Resource::Llm,
         )
