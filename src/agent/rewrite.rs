@@ -427,14 +427,9 @@ pub fn rewritten(answer: &str, original: &str, truncated: bool) -> Result<String
     Ok(code)
 }
 
-/// The code of an answer: its first fenced block, or, when it has none, the whole answer but a line
-/// that opens with `Change:` (the one-line plan the real prompts ask for first: an answer that
-/// stopped after it held no code, and the plan went into the file as code).
+/// The code of an answer: its first fenced block, or the whole answer when it has none.
 pub fn code_of(answer: &str) -> String {
-    fenced(answer).unwrap_or_else(|| {
-        let code: Vec<&str> = answer.lines().filter(|l| !l.trim_start().starts_with("Change:")).collect();
-        code.join("\n").trim_matches('\n').to_string()
-    })
+    fenced(answer).unwrap_or_else(|| answer.trim_matches('\n').to_string())
 }
 
 /// The first fenced code block of `answer`, without its fences.
@@ -466,15 +461,6 @@ fn reindent(code: &str, have: usize, want: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_plan_with_no_code_after_it_is_no_code() {
-        let plan = "Change: return readable strings for NaN.";
-        assert_eq!(rewritten(plan, "    x = 1", false), Err(NotARewrite::NoCode));
-        assert_eq!(rewritten(&format!("{plan}\n    x = 2"), "    x = 1", false), Ok("    x = 2".into()));
-        let fenced = format!("{plan}\n```python\nx = 2\n```");
-        assert_eq!(rewritten(&fenced, "x = 1", false), Ok("x = 2".into()));
-    }
 
     const SOURCE: &str = "import os\n\n\nclass Box:\n    size = 1\n\n    @property\n    def area(self):\n        # square\n        return self.size ** 2\n\n    def grow(self, by=1):\n        def step(x):\n            return x + 1\n        self.size = step(self.size)\n\n\nVALUE = 3\n";
 

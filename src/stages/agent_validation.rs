@@ -105,8 +105,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     // 2: the built-in agent also reads unified diffs and whole files. 3: with `tested_code`, a
     // comment on a test's data goes to the PR's change nearest it in words. 4: the rewrite mode
     // takes the model's altered copies of its marks off too. 5: a rewrite is moved to the shown
-    // lines' least indentation, not their first line's. 6: an answer with no code block loses its
-    // `Change:` line.
+    // lines' least indentation, not their first line's.
     Ok(StageDef {
         side_effects: true,
         files: built.files,
@@ -115,7 +114,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         unhashed: &["agent.llm"],
         provides: Some(contract::Validation::NAME),
         requires: vec![contract::Test::NAME, CommentContext::NAME, Environment::NAME],
-        ..StageDef::new(stage, 6, Scope::Comment, Resource::Llm)
+        ..StageDef::new(stage, 5, Scope::Comment, Resource::Llm)
     })
 }
 

@@ -42,8 +42,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     let config: Config = parse_config(config)?;
     let built = config.agent.build(ctx)?;
     let tested = config.agent.tested_texts(ctx, config.tested_code)?;
-    // 3: a rewrite is moved to the shown lines' least indentation (validation's 5). 4: an answer
-    // with no code block loses its `Change:` line (validation's 6).
+    // 3: a rewrite is moved to the shown lines' least indentation (validation's 5).
     Ok(StageDef {
         side_effects: true,
         files: built.files,
@@ -54,7 +53,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         requires: vec![contract::Review::NAME],
         ..StageDef::new(
             adapt(Revise { agent: built.agent, mirrors: ctx.mirrors.clone(), tested }),
-            4,
+            3,
             Scope::Pr,
             Resource::Llm,
         )
