@@ -276,65 +276,59 @@ impl BuiltinAgent {
             ("code", shown.code.clone()),
             ("changes", rewrite::changes_in(&task.patch, path, *region)),
         ]);
+        let plain = unmark(&shown.code);
+        // An answer read as the definition rewritten, and the source with it spliced in.
+        let whole = |text: &str, truncated: bool| {
+            rewrite::rewritten(text, &plain, truncated)
+                .map(|c| rewrite::splice(&source, *region, &unmark(&shown.restore(&c))))
+        };
         let mut messages = self.prompt.render(&values);
         // Set once an answer changed nothing: the steps left ask for the commented statement.
         let mut narrowed: Option<Narrowed> = None;
         for step in 1..=self.max_steps {
-            if let Some(n) = &mut narrowed {
-                let (answer, _) = self.llm.chat(&self.request(n.messages.clone(), attempt)).await?;
-                meter.add(answer.usage.into());
-                let text = unmark(&answer.text);
-                let body = rewrite::code_of(&text);
-                // Sent back whole, the definition is a rewrite of what the first question showed.
-                let spliced = if focus::is_whole(&body, &unmark(&shown.code), &n.code) {
-                    rewrite::rewritten(&text, &unmark(&shown.code), answer.truncated)
-                        .map(|c| rewrite::splice(&source, *region, &unmark(&shown.restore(&c))))
-                } else {
-                    let body = focus::without_copied_neighbours(&body, &source, n.region);
-                    rewrite::rewritten(&body, &n.code, answer.truncated)
-                        .map(|c| rewrite::splice(&source, n.region, &c))
-                };
-                transcript.push(json!({
-                    "step": step,
-                    "place": format!("{path}:{}-{}", n.region.start, n.region.end),
-                    "focus": true,
-                    "answer": answer.text,
-                    "applied": usize::from(spliced.is_ok()),
-                    "errors": spliced.as_ref().err().map(|e| self.texts.get(e.key())).into_iter().collect::<Vec<_>>(),
-                }));
-                match spliced {
-                    Ok(text) => return write(&file, &text),
-                    Err(error) => {
-                        n.messages.push(Message::assistant(answer.text));
-                        n.messages.extend(self.feedback_message(&[self.texts.get(error.key())]));
-                    }
-                }
-                continue;
-            }
-            let (answer, _) = self.llm.chat(&self.request(messages.clone(), attempt)).await?;
+            let asked = narrowed.as_ref().map_or(&messages, |n| &n.messages).clone();
+            let (answer, _) = self.llm.chat(&self.request(asked, attempt)).await?;
             meter.add(answer.usage.into());
-            let outcome = rewrite::rewritten(&unmark(&answer.text), &unmark(&shown.code), answer.truncated);
-            transcript.push(json!({
-                "step": step,
-                "place": format!("{path}:{}-{}", region.start, region.end),
-                "answer": answer.text,
-                "applied": usize::from(outcome.is_ok()),
-                "errors": outcome.as_ref().err().map(|e| self.texts.get(e.key())).into_iter().collect::<Vec<_>>(),
-            }));
-            match outcome {
-                Ok(code) => {
-                    return write(&file, &rewrite::splice(&source, *region, &unmark(&shown.restore(&code))));
+            let text = unmark(&answer.text);
+            let (lines, spliced) = match &narrowed {
+                None => (*region, whole(&text, answer.truncated)),
+                Some(n) => {
+                    let body = rewrite::code_of(&text);
+                    // Sent back whole, the definition is a rewrite of what the first question showed.
+                    let spliced = if focus::is_whole(&body, &plain, &n.code) {
+                        whole(&text, answer.truncated)
+                    } else {
+                        let body = focus::without_copied_neighbours(&body, &source, n.region);
+                        rewrite::rewritten(&body, &n.code, answer.truncated)
+                            .map(|c| rewrite::splice(&source, n.region, &c))
+                    };
+                    (n.region, spliced)
                 }
-                Err(error) => {
-                    narrowed = (error == rewrite::NotARewrite::Unchanged)
-                        .then(|| self.narrowed(&values, &source, place, &shown.code))
-                        .flatten();
-                    if narrowed.is_none() {
-                        messages.push(Message::assistant(answer.text));
-                        messages.extend(self.feedback_message(&[self.texts.get(error.key())]));
-                    }
+            };
+            let mut entry = json!({
+                "step": step,
+                "place": format!("{path}:{}-{}", lines.start, lines.end),
+                "answer": answer.text,
+                "applied": usize::from(spliced.is_ok()),
+                "errors": spliced.as_ref().err().map(|e| self.texts.get(e.key())).into_iter().collect::<Vec<_>>(),
+            });
+            if narrowed.is_some() {
+                entry["focus"] = json!(true);
+            }
+            transcript.push(entry);
+            let error = match spliced {
+                Ok(text) => return write(&file, &text),
+                Err(error) => error,
+            };
+            if narrowed.is_none() && error == rewrite::NotARewrite::Unchanged {
+                narrowed = self.narrowed(&values, &source, place, &shown.code);
+                if narrowed.is_some() {
+                    continue;
                 }
             }
+            let conversation = narrowed.as_mut().map_or(&mut messages, |n| &mut n.messages);
+            conversation.push(Message::assistant(answer.text));
+            conversation.extend(self.feedback_message(&[self.texts.get(error.key())]));
         }
         Ok(())
     }

@@ -3,7 +3,7 @@
 //! and its answer replaces only that statement. A small model asked to rewrite forty lines copies
 //! them; asked for the one `raise ValueError(` the comment is on, it has little left to copy.
 
-use super::rewrite::Region;
+use super::rewrite::{Region, indent_of, is_code};
 
 /// A compound statement's body up to this many lines is asked for with its header: an answer to
 /// `if x:` alone comes back with the body, which would then be there twice.
@@ -45,15 +45,6 @@ pub fn statement_in(path: &str, source: &str, line: usize, within: Region) -> Op
         Some(b) if b - end <= SMALL_BODY => Some(Region { start, end: b }),
         _ => Some(Region { start, end }),
     }
-}
-
-fn indent_of(line: &str) -> usize {
-    line.len() - line.trim_start().len()
-}
-
-fn is_code(line: &str) -> bool {
-    let t = line.trim();
-    !t.is_empty() && !t.starts_with('#')
 }
 
 /// The lines (from 1) in `first..=last` that begin a logical line: not inside brackets, a string

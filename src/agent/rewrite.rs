@@ -17,11 +17,11 @@ pub struct Region {
     pub end: usize,
 }
 
-fn indent_of(line: &str) -> usize {
+pub(super) fn indent_of(line: &str) -> usize {
     line.len() - line.trim_start().len()
 }
 
-fn is_code(line: &str) -> bool {
+pub(super) fn is_code(line: &str) -> bool {
     let t = line.trim();
     !t.is_empty() && !t.starts_with('#')
 }
