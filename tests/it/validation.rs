@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::process::Command;
 
 use crate::common::durations::*;
-use crate::common::openai::{Reply, Server};
+use crate::common::openai::{Reply, Server, first_user};
 use crate::common::{Scratch, docker_or_skip, root, stderr, stdout};
 use serde_json::Value;
 
@@ -412,7 +412,8 @@ fn a_rewrite_of_the_commented_function_is_spliced_back_and_validated() {
     let server = Server::responding(move |body| {
         let messages = body["messages"].as_array().unwrap();
         let system = messages[0]["content"].as_str().unwrap_or("");
-        let user = messages.iter().find(|m| m["role"] == "user").unwrap()["content"].as_str().unwrap();
+        let user = first_user(body);
+        let user = user.as_str();
         if !user.contains(first.as_str()) {
             return Reply::Answer("I cannot write a test for this.".into());
         }
@@ -475,6 +476,17 @@ fn a_rewrite_of_the_commented_function_is_spliced_back_and_validated() {
     assert!(!patch.contains("Return the number of seconds"), "{patch}");
 }
 
+/// Runs the curation of `one.jsonl` with `stages` after the tests stage, the model at `url`, and
+/// returns durations#3 comment 1's validation, which must be kept.
+fn kept_validation(s: &Scratch, mirrors: &std::path::Path, url: &str, stages: &str) -> Value {
+    s.write("p.yaml", &curation_pipeline("val", mirrors, url, "    repeats: 1\n", stages));
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (state, _, validated) = rows(s, "validate").remove("curate-sample__durations-3#1").unwrap();
+    assert_eq!(state, "kept", "{validated}");
+    validated
+}
+
 /// With `focus_prompt`, an answer that sends the function back unchanged is followed by the
 /// commented statement alone (`return sum(...)`, three lines), the function shown around it; the
 /// answer, with the line before the statement copied along, replaces only the statement.
@@ -487,9 +499,9 @@ fn an_unchanged_rewrite_is_followed_by_the_commented_statement_alone() {
     let first: String = texts[0].chars().take(60).collect();
     let raise = "        raise ValueError(f\"malformed duration: {text!r}\")";
     let server = Server::responding(move |body| {
-        let messages = body["messages"].as_array().unwrap();
-        let system = messages[0]["content"].as_str().unwrap_or("");
-        let user = messages.iter().find(|m| m["role"] == "user").unwrap()["content"].as_str().unwrap();
+        let system = body["messages"][0]["content"].as_str().unwrap_or("");
+        let user = first_user(body);
+        let user = user.as_str();
         if !user.contains(first.as_str()) {
             return Reply::Answer("I cannot write a test for this.".into());
         }
@@ -528,11 +540,7 @@ fn an_unchanged_rewrite_is_followed_by_the_commented_statement_alone() {
       mark_added: added by the pull request
       mark_commented: the review comment points here
 ";
-    s.write("p.yaml", &curation_pipeline("val", &mirrors, &server.base_url, "    repeats: 1\n", stages));
-    let out = s.curate(&["run", "p.yaml"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let (state, _, validated) = &rows(&s, "validate")["curate-sample__durations-3#1"];
-    assert_eq!(state, "kept", "{validated}");
+    let validated = &kept_validation(&s, &mirrors, &server.base_url, stages);
     let patch = validated["patch"].as_str().unwrap();
     assert!(patch.contains("+    return round(sum(float(number)"), "{patch}");
     assert!(
@@ -571,9 +579,9 @@ fn a_comment_on_a_test_is_answered_at_the_code_the_test_calls() {
     record["reference_review_comments"][0]["diff_hunk"] = hunk.into();
     let first: String = texts[0].chars().take(60).collect();
     let server = Server::responding(move |body| {
-        let messages = body["messages"].as_array().unwrap();
-        let system = messages[0]["content"].as_str().unwrap_or("");
-        let user = messages.iter().find(|m| m["role"] == "user").unwrap()["content"].as_str().unwrap();
+        let system = body["messages"][0]["content"].as_str().unwrap_or("");
+        let user = first_user(body);
+        let user = user.as_str();
         if !user.contains(first.as_str()) {
             return Reply::Answer("I cannot write a test for this.".into());
         }
@@ -629,11 +637,7 @@ fn a_comment_on_a_test_is_answered_at_the_code_the_test_calls() {
       mark_added: added by the pull request
       mark_commented: the review comment points here
 ";
-    s.write("p.yaml", &curation_pipeline("val", &mirrors, &server.base_url, "    repeats: 1\n", stages));
-    let out = s.curate(&["run", "p.yaml"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let (state, _, validated) = &rows(&s, "validate")["curate-sample__durations-3#1"];
-    assert_eq!(state, "kept", "{validated}");
+    let validated = &kept_validation(&s, &mirrors, &server.base_url, stages);
     let patch = validated["patch"].as_str().unwrap();
     assert!(
         patch.contains("+++ b/src/durations/__init__.py") && patch.contains("+    return round(total)"),
