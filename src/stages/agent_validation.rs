@@ -53,6 +53,11 @@ struct Config {
     /// ([`crate::agent::tested`]), not at the test, which the hidden test replaces.
     #[serde(default)]
     tested_code: bool,
+    /// Times at most, per attempt, that the agent is run again (with the next seed) when its
+    /// revision is one an earlier attempt already tried: a small model sampled again often writes
+    /// the same patch, and running the hidden test on it again tells nothing new.
+    #[serde(default = "default_redraws")]
+    redraws: u32,
 }
 
 fn default_regression_check() -> bool {
@@ -60,6 +65,9 @@ fn default_regression_check() -> bool {
 }
 
 fn default_attempts() -> u32 {
+    2
+}
+fn default_redraws() -> u32 {
     2
 }
 fn default_timeout() -> u64 {
@@ -73,6 +81,7 @@ pub mod reasons {
     pub const NO_CHANGE: &str = "the agent changed nothing";
     pub const FAILED: &str = "the agent's revision did not pass the test";
     pub const BROKE: &str = "the agent's revision broke tests of the project that passed";
+    pub const REPEATED: &str = "the agent's revision repeated an earlier attempt's";
 }
 
 struct Validation {
@@ -82,6 +91,7 @@ struct Validation {
     attempts: u32,
     timeout: Duration,
     regression_check: bool,
+    redraws: u32,
     /// With `tested_code`: the words of a note moved to the code a commented test calls.
     tested: Option<Texts>,
 }
@@ -100,12 +110,14 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         attempts: config.attempts,
         timeout: Duration::from_secs(config.timeout_secs),
         regression_check: config.regression_check,
+        redraws: config.redraws,
         tested,
     });
     // 2: the built-in agent also reads unified diffs and whole files. 3: with `tested_code`, a
     // comment on a test's data goes to the PR's change nearest it in words. 4: the rewrite mode
     // takes the model's altered copies of its marks off too. 5: a rewrite is moved to the shown
-    // lines' least indentation, not their first line's.
+    // lines' least indentation, not their first line's. 6: a revision an earlier attempt tried is
+    // drawn again (`redraws`), not tested again.
     Ok(StageDef {
         side_effects: true,
         files: built.files,
@@ -114,7 +126,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         unhashed: &["agent.llm"],
         provides: Some(contract::Validation::NAME),
         requires: vec![contract::Test::NAME, CommentContext::NAME, Environment::NAME],
-        ..StageDef::new(stage, 5, Scope::Comment, Resource::Llm)
+        ..StageDef::new(stage, 6, Scope::Comment, Resource::Llm)
     })
 }
 
@@ -164,18 +176,36 @@ struct Regression {
     broken: Vec<String>,
 }
 
-/// One agent run: its patch and transcript, the hidden test's verdict on it (when it changed
-/// anything) and the regression check (when that ran).
+/// One attempt: the agent's patch and transcript, the hidden test's verdict on it (when it changed
+/// anything) and the regression check (when that ran); before them, the runs whose revision
+/// repeated an earlier attempt's and were drawn again.
 #[derive(Serialize)]
 struct Attempt {
     attempt: u32,
     patch: String,
     transcript: Vec<Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    redrawn: Vec<Redrawn>,
     #[serde(skip_serializing_if = "Option::is_none")]
     test: Option<HiddenRun>,
     #[serde(skip_serializing_if = "Option::is_none")]
     regression: Option<Regression>,
     result: &'static str,
+}
+
+/// An agent run whose revision an earlier attempt had tried: which run it was (the agent's seed
+/// follows it) and what it said.
+#[derive(Serialize)]
+struct Redrawn {
+    run: u32,
+    transcript: Vec<Value>,
+}
+
+/// The agent's runs on one comment so far, and the revisions the attempts tried.
+#[derive(Default)]
+struct Runs {
+    count: u32,
+    tried: std::collections::HashSet<String>,
 }
 
 /// The hidden test's verdict on a revision, and the end of its output.
@@ -253,29 +283,51 @@ impl Validation {
 }
 
 impl Validation {
-    /// One agent run on a fresh copy of the reviewed code, and the hidden test (and the regression
-    /// check, when it passed) on its revision.
-    async fn attempt(&self, i: &Inputs, attempt: u32, meter: &Meter) -> Result<Attempt, TaskError> {
-        let work =
-            tempfile::tempdir().map_err(|e| TaskError::infra(format!("no temporary directory: {e}")))?;
-        let copy = work.path().join("repo");
-        history_free_copy(self.mirrors.clone(), &i.pr.repo, &i.pr.head_commit, &copy).await?;
-        let task = match &self.tested {
-            Some(texts) => tested::retarget(&i.task, i.pr.patch.as_deref().unwrap_or_default(), &copy, texts),
-            None => i.task.clone(),
+    /// One attempt: the agent's revision of a fresh copy of the reviewed code (run again, up to
+    /// `redraws` times, while it repeats a revision an earlier attempt tried), then the hidden
+    /// test (and the regression check, when it passed) on it.
+    async fn attempt(
+        &self,
+        i: &Inputs,
+        attempt: u32,
+        runs: &mut Runs,
+        meter: &Meter,
+    ) -> Result<Attempt, TaskError> {
+        let mut redrawn = Vec::new();
+        let (_work, copy, Revision { diff: patch, transcript }) = loop {
+            let work =
+                tempfile::tempdir().map_err(|e| TaskError::infra(format!("no temporary directory: {e}")))?;
+            let copy = work.path().join("repo");
+            history_free_copy(self.mirrors.clone(), &i.pr.repo, &i.pr.head_commit, &copy).await?;
+            let task = match &self.tested {
+                Some(texts) => {
+                    tested::retarget(&i.task, i.pr.patch.as_deref().unwrap_or_default(), &copy, texts)
+                }
+                None => i.task.clone(),
+            };
+            runs.count += 1;
+            let revision = self.agent.revise(&task, &copy, runs.count, meter).await?;
+            if !runs.tried.contains(&revision.diff) || redrawn.len() as u32 >= self.redraws {
+                break (work, copy, revision);
+            }
+            redrawn.push(Redrawn { run: runs.count, transcript: revision.transcript });
         };
-        let revision = self.agent.revise(&task, &copy, attempt, meter).await?;
-        let Revision { diff: patch, transcript } = revision;
+        // Called once, on whichever way the attempt ends.
         let ended = |test, result| Attempt {
             attempt,
             patch: patch.clone(),
-            transcript: transcript.clone(),
+            transcript,
+            redrawn,
             test,
             regression: None,
             result,
         };
         if patch.trim().is_empty() {
             return Ok(ended(None, reasons::NO_CHANGE));
+        }
+        // Its verdict is known: the attempt that tried it did not validate.
+        if !runs.tried.insert(patch.clone()) {
+            return Ok(ended(None, reasons::REPEATED));
         }
         let image = match self.revision_image(&i.environment, &copy, &patch).await? {
             Ok(image) => image,
@@ -307,8 +359,9 @@ impl AsyncStage for Validation {
     async fn run(&self, input: TaskInput) -> Result<Value, TaskError> {
         let i = inputs(&input)?;
         let mut history: Vec<Attempt> = Vec::new();
+        let mut runs = Runs::default();
         for attempt in 1..=self.attempts {
-            let run = self.attempt(&i, attempt, &input.meter).await?;
+            let run = self.attempt(&i, attempt, &mut runs, &input.meter).await?;
             let validated = (run.result == PASSED)
                 .then(|| contract::Validation { attempts: attempt, patch: run.patch.clone() });
             let regression = run.regression.clone();

@@ -756,3 +756,63 @@ fn a_revision_that_breaks_the_projects_passing_tests_is_not_validated() {
     assert!(md.contains("| – | 100.0% (1/1) | 0.0% (0/1) |"), "{md}");
     assert!(md.contains("run on 1 scored revision(s)"), "{md}");
 }
+
+/// A revision that an earlier attempt already tried is not tested again: the agent is run once
+/// more with the next seed (`redraws`, default 2), and the run drawn again is stored with the
+/// attempt. With `redraws: 0` the repeat ends the attempt, untested.
+#[test]
+fn a_revision_an_earlier_attempt_tried_is_drawn_again_not_tested_again() {
+    if !docker_or_skip("the redraw validation test") {
+        return;
+    }
+    let (record, texts) = durations3();
+    let first: String = texts[0].chars().take(60).collect();
+    let server = Server::responding(move |body| {
+        let system = body["messages"][0]["content"].as_str().unwrap_or("");
+        if !first_user(body).contains(first.as_str()) {
+            return Reply::Answer("I cannot write a test for this.".into());
+        }
+        if !system.contains("software engineer") {
+            return fence(BEHAVIOURAL);
+        }
+        // The agent's runs on the comment: the second repeats the first's wrong edit.
+        Reply::Answer(match body["seed"].as_i64().unwrap() - 6 {
+            1 | 2 => HALF_DOC_EDIT.into(),
+            _ => ROUNDING_EDIT.into(),
+        })
+    });
+    let s = Scratch::new();
+    let mirrors = s.sample_mirrors();
+    s.write("one.jsonl", &format!("{record}\n"));
+    let stage = |id: &str, more: &str| {
+        format!(
+            "  - id: {id}
+    kind: agent_validation
+    needs: [tests, context, environment]
+    attempts: 2
+{more}    agent:
+      kind: builtin
+      prompt: {{prompts}}/agent.md
+      feedback_prompt: {{prompts}}/agent_feedback.md
+      max_steps: 1
+"
+        )
+    };
+    let stages = stage("validate", "") + &stage("no_redraw", "    redraws: 0\n");
+    let validated = kept_validation(&s, &mirrors, &server.base_url, &stages);
+    assert_eq!(validated["attempts"], 2, "{validated}");
+    let history = validated["history"].as_array().unwrap();
+    assert_eq!(history[0]["test"]["verdict"], "assertion", "{validated}");
+    assert_eq!(history[1]["redrawn"][0]["run"], 2, "the repeat was drawn again: {validated}");
+    assert!(history[1]["patch"].as_str().unwrap().contains("+    return round(total)"), "{validated}");
+
+    let (state, reason, rejected) = &rows(&s, "no_redraw")["curate-sample__durations-3#1"];
+    assert_eq!(
+        (state.as_str(), reason.as_deref()),
+        ("rejected", Some("the agent's revision repeated an earlier attempt's")),
+        "{rejected}"
+    );
+    let history = rejected["history"].as_array().unwrap();
+    assert!(history[1].get("test").is_none(), "the repeat is not tested again: {rejected}");
+    assert_eq!(history[1]["patch"], history[0]["patch"], "{rejected}");
+}
