@@ -298,7 +298,7 @@ impl BuiltinAgent {
                     let spliced = if focus::is_whole(&body, &plain, &n.code) {
                         whole(&text, answer.truncated)
                     } else {
-                        let body = focus::without_copied_neighbours(&body, &source, n.region);
+                        let body = focus::without_copied_neighbours(&body, &source, n.region, *region);
                         rewrite::rewritten(&body, &n.code, answer.truncated)
                             .map(|c| rewrite::splice(&source, n.region, &c))
                     };

@@ -100,26 +100,56 @@ fn logical_starts(lines: &[&str], first: usize, last: usize) -> Vec<usize> {
     starts
 }
 
-/// `code` (an answer for the statement `focus` of `source`) without the lines at its start that
-/// copy the lines just before `focus`, and those at its end that copy the lines just after it:
-/// shown the definition around, a model often sends a neighbour back with its change.
-pub fn without_copied_neighbours(code: &str, source: &str, focus: Region) -> String {
+/// `code` (an answer for the statement `focus` of `source`, asked with the lines `shown` around
+/// it) without the lines at its start that copy the lines before `focus`, and those at its end
+/// that copy the lines after it: shown the definition around, a model often sends neighbours back
+/// with its change. A copy is either next to the statement or, of two lines or more, runs from the
+/// first shown line on or up to the last (the model may leave out a line between the copy and the
+/// statement: that line stays as it is). Never the whole answer.
+pub fn without_copied_neighbours(code: &str, source: &str, focus: Region, shown: Region) -> String {
     let lines: Vec<&str> = source.lines().collect();
     let mut answer: Vec<&str> = code.lines().collect();
-    let same = |a: &str, b: &str| a.trim() == b.trim();
     let before = &lines[..focus.start - 1];
     let after = &lines[focus.end.min(lines.len())..];
-    let lead = (1..=before.len().min(answer.len().saturating_sub(1)))
-        .rev()
-        .find(|&k| answer[..k].iter().zip(&before[before.len() - k..]).all(|(a, b)| same(a, b)))
-        .unwrap_or(0);
+    let shown_before = &before[(shown.start - 1).min(before.len())..];
+    let shown_after = &after[..shown.end.saturating_sub(focus.end).min(after.len())];
+    let shown_after = &shown_after[..shown_after.iter().rposition(|l| is_code(l)).map_or(0, |i| i + 1)];
+    let lead = copied(&answer, before, Copy::Ending).max(copied(&answer, shown_before, Copy::Opening));
     answer.drain(..lead);
-    let tail = (1..=after.len().min(answer.len().saturating_sub(1)))
-        .rev()
-        .find(|&k| answer[answer.len() - k..].iter().zip(&after[..k]).all(|(a, b)| same(a, b)))
-        .unwrap_or(0);
+    // A copy at the end is one at the start with every side read backwards.
+    let tail = copied(&backwards(&answer), &backwards(after), Copy::Ending).max(copied(
+        &backwards(&answer),
+        &backwards(shown_after),
+        Copy::Opening,
+    ));
     answer.truncate(answer.len() - tail);
     answer.join("\n")
+}
+
+fn backwards<'a>(lines: &[&'a str]) -> Vec<&'a str> {
+    lines.iter().rev().copied().collect()
+}
+
+/// Which lines of a neighbouring side a copy at the start of an answer repeats.
+#[derive(Clone, Copy, PartialEq)]
+enum Copy {
+    /// The side's last lines, up to the statement.
+    Ending,
+    /// The side's first lines (from where the shown lines begin), two at least.
+    Opening,
+}
+
+/// How many lines at the start of `answer` (never all of them) repeat `side`'s ending or opening.
+fn copied(answer: &[&str], side: &[&str], from: Copy) -> usize {
+    let same = |a: &&str, b: &&str| a.trim() == b.trim();
+    let least = if from == Copy::Opening { 2 } else { 1 };
+    (least..=side.len().min(answer.len().saturating_sub(1)))
+        .rev()
+        .find(|&k| {
+            let copy = if from == Copy::Ending { &side[side.len() - k..] } else { &side[..k] };
+            answer[..k].iter().zip(copy).all(|(a, b)| same(a, b))
+        })
+        .unwrap_or(0)
 }
 
 /// Whether an answer to the narrower question is the whole definition instead: it opens with the
@@ -196,15 +226,45 @@ def ordinal(value):
     #[test]
     fn an_answer_loses_the_neighbours_it_copied() {
         let focus = Region { start: 15, end: 16 };
+        let shown = Region { start: 13, end: 22 };
         let answer = "    try:\n        if not math.isfinite(value):\n            return format(value)\n        value = int(value)";
         assert_eq!(
-            without_copied_neighbours(answer, SOURCE, focus),
+            without_copied_neighbours(answer, SOURCE, focus, shown),
             "        if not math.isfinite(value):\n            return format(value)"
         );
         let alone = "        if not math.isfinite(value):\n            return format(value)";
-        assert_eq!(without_copied_neighbours(alone, SOURCE, focus), alone, "nothing copied");
+        assert_eq!(without_copied_neighbours(alone, SOURCE, focus, shown), alone, "nothing copied");
         let only_a_copy = "        value = int(value)";
-        assert_eq!(without_copied_neighbours(only_a_copy, SOURCE, focus), only_a_copy, "never all of it");
+        assert_eq!(
+            without_copied_neighbours(only_a_copy, SOURCE, focus, shown),
+            only_a_copy,
+            "never all of it"
+        );
+    }
+
+    /// pygments 2576: the answer copied the shown lines after the statement through the last one,
+    /// leaving out the line right after the statement, which stays.
+    #[test]
+    fn a_copy_that_runs_to_the_last_shown_line_is_taken_off_with_a_line_left_out() {
+        let focus = Region { start: 15, end: 16 };
+        let shown = Region { start: 13, end: 22 };
+        let changed = "        if value != value:\n            return format(value)";
+        let to_the_end = format!(
+            "{changed}\n    except TypeError:\n        return str(value)\n    s = '''a ( string\n    over lines'''\n    return value"
+        );
+        assert_eq!(without_copied_neighbours(&to_the_end, SOURCE, focus, shown), changed);
+        let from_the_top = format!("def ordinal(value):\n    try:\n{changed}");
+        assert_eq!(
+            without_copied_neighbours(&from_the_top, SOURCE, focus, shown),
+            changed,
+            "copied from the first shown line"
+        );
+        let one_last_line = format!("{changed}\n    return value");
+        assert_eq!(
+            without_copied_neighbours(&one_last_line, SOURCE, focus, shown),
+            one_last_line,
+            "one line like the last shown one, away from the statement, may be meant"
+        );
     }
 
     #[test]
