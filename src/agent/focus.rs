@@ -154,7 +154,9 @@ fn copied(answer: &[&str], side: &[&str], from: Copy) -> usize {
 
 /// Whether an answer to the narrower question is the whole definition instead: it opens with the
 /// definition's first line, which the statement does not, or holds far more lines than the
-/// statement and most of the definition's.
+/// statement and most of the definition's, and opens like the definition or answers for its
+/// `def` line (marshmallow 1998: asked for `def __init__(...)` alone, the model sent the whole
+/// method back with a parameter added, which spliced in at the `def` line doubled the body).
 pub fn is_whole(code: &str, shown: &str, statement: &str) -> bool {
     let first = |text: &str| text.lines().find(|l| is_code(l)).map(|l| l.trim().to_string());
     let count = |text: &str| text.lines().filter(|l| is_code(l)).count();
@@ -162,7 +164,9 @@ pub fn is_whole(code: &str, shown: &str, statement: &str) -> bool {
     if opens_like_shown && first(statement) != first(shown) {
         return true;
     }
-    opens_like_shown && count(code) > count(statement) + 3 && 2 * count(code) >= count(shown)
+    let header =
+        first(statement).is_some_and(|l| ["def ", "async def ", "class "].iter().any(|k| l.starts_with(k)));
+    (opens_like_shown || header) && count(code) > count(statement) + 3 && 2 * count(code) >= count(shown)
 }
 
 #[cfg(test)]
@@ -275,5 +279,11 @@ def ordinal(value):
         assert!(!is_whole("        raise MergeError(\"x\")", shown, statement));
         let def = "def merge(self, other):";
         assert!(!is_whole("def merge(self, other):\n    if not other:\n        return self", shown, def));
+        let with_a_parameter = shown.replace("other):", "other, strict=False):");
+        assert!(is_whole(&with_a_parameter, shown, def), "the definition again, its `def` line changed");
+        assert!(
+            !is_whole(&with_a_parameter, shown, statement),
+            "for a statement inside, only an answer that opens like the definition"
+        );
     }
 }
