@@ -117,7 +117,9 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     // comment on a test's data goes to the PR's change nearest it in words. 4: the rewrite mode
     // takes the model's altered copies of its marks off too. 5: a rewrite is moved to the shown
     // lines' least indentation, not their first line's. 6: a revision an earlier attempt tried is
-    // drawn again (`redraws`), not tested again.
+    // drawn again (`redraws`), not tested again; the narrower question's answer loses a copy that
+    // runs to the shown lines' end, and one for a `def` line that holds the definition is read
+    // as the definition.
     Ok(StageDef {
         side_effects: true,
         files: built.files,
