@@ -43,6 +43,9 @@ pub struct BuiltinAgent {
     /// In the rewrite mode, the prompt that asks for the commented statement alone after an answer
     /// that changed nothing ([`focus`]).
     focus: Option<Template>,
+    /// In the rewrite mode, the runs (from 1) whose number is a multiple of this ask the narrower
+    /// question first, not only after an unchanged answer.
+    focus_first_every: Option<u32>,
 }
 
 /// The comments the rewrite mode puts after shown lines, each `  # TEXT`.
@@ -114,6 +117,7 @@ impl BuiltinAgent {
             hide_docstrings: false,
             marks: Marks::default(),
             focus: None,
+            focus_first_every: None,
         })
     }
 
@@ -121,6 +125,13 @@ impl BuiltinAgent {
     pub fn focusing(self, ctx: &StageContext, prompt: Option<&Path>) -> Result<BuiltinAgent, ConfigError> {
         let focus = prompt.map(|p| ctx.template("agent.focus_prompt", p, &FOCUS_PLACEHOLDERS)).transpose()?;
         Ok(BuiltinAgent { focus, ..self })
+    }
+
+    /// Every `n`th run asks the narrower question first (with [`BuiltinAgent::focusing`]): a small
+    /// model sampled again on the same question often writes the same revision, and the two
+    /// questions fail on different comments.
+    pub fn focusing_first_every(self, n: Option<u32>) -> BuiltinAgent {
+        BuiltinAgent { focus_first_every: n, ..self }
     }
 
     /// Attempts after the first sampled at `temperature` (none: every attempt at the model's own).
@@ -283,8 +294,12 @@ impl BuiltinAgent {
                 .map(|c| rewrite::splice(&source, *region, &unmark(&shown.restore(&c))))
         };
         let mut messages = self.prompt.render(&values);
-        // Set once an answer changed nothing: the steps left ask for the commented statement.
+        // Set once an answer changed nothing, or from the start on every `focus_first_every`th
+        // run: the steps left ask for the commented statement.
         let mut narrowed: Option<Narrowed> = None;
+        if self.focus_first_every.is_some_and(|n| attempt.is_multiple_of(n)) {
+            narrowed = self.narrowed(&values, &source, place, &shown.code);
+        }
         for step in 1..=self.max_steps {
             let asked = narrowed.as_ref().map_or(&messages, |n| &n.messages).clone();
             let (answer, _) = self.llm.chat(&self.request(asked, attempt)).await?;

@@ -181,6 +181,10 @@ pub enum AgentConfig {
         /// prompt for the commented statement alone, the definition shown around it.
         #[serde(default)]
         focus_prompt: Option<PathBuf>,
+        /// With `focus_prompt`: every run whose number (from 1) is a multiple of this asks the
+        /// narrower question first. The first run keeps the whole definition's question.
+        #[serde(default)]
+        focus_first_every: Option<u32>,
         #[serde(default)]
         llm: Box<LlmSpec>,
     },
@@ -234,6 +238,7 @@ impl AgentConfig {
                 mark_added,
                 mark_commented,
                 focus_prompt,
+                focus_first_every,
                 llm,
             } => {
                 if resample_temperature.is_some_and(|t| !(0.0..=2.0).contains(&t)) {
@@ -260,9 +265,21 @@ impl AgentConfig {
                     .resampled_at(*resample_temperature)
                     .hiding_docstrings(*hide_docstrings)
                     .marking(builtin::Marks::new(mark_added.as_deref(), mark_commented.as_deref()))
-                    .focusing(ctx, focus_prompt.as_deref())?;
+                    .focusing(ctx, focus_prompt.as_deref())?
+                    .focusing_first_every(*focus_first_every);
                 if focus_prompt.is_some() && *mode != Mode::Rewrite {
                     return Err(ConfigError::new("agent.focus_prompt", "applies to the rewrite mode only"));
+                }
+                if let Some(n) = focus_first_every {
+                    if focus_prompt.is_none() {
+                        return Err(ConfigError::new("agent.focus_first_every", "needs agent.focus_prompt"));
+                    }
+                    if *n < 2 {
+                        return Err(ConfigError::new(
+                            "agent.focus_first_every",
+                            "must be at least 2: the first run asks for the whole definition",
+                        ));
+                    }
                 }
                 let mut fingerprint = agent.fingerprint();
                 // Only when not the default, so keys made before these settings stay valid.
@@ -280,6 +297,9 @@ impl AgentConfig {
                 }
                 if let Some(text) = mark_commented {
                     fingerprint["mark_commented"] = serde_json::json!(text);
+                }
+                if let Some(n) = focus_first_every {
+                    fingerprint["focus_first_every"] = serde_json::json!(n);
                 }
                 let mut files = vec![path_text(prompt), path_text(feedback_prompt)];
                 files.extend(focus_prompt.as_deref().map(path_text));

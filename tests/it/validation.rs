@@ -816,3 +816,75 @@ fn a_revision_an_earlier_attempt_tried_is_drawn_again_not_tested_again() {
     assert!(history[1].get("test").is_none(), "the repeat is not tested again: {rejected}");
     assert_eq!(history[1]["patch"], history[0]["patch"], "{rejected}");
 }
+
+/// With `focus_first_every: 2`, the second run asks for the commented statement first: a model
+/// that answers the whole definition with the same wrong change every time (here a comment line
+/// added) is asked the question it answers well. Without it, the second run asks the first's
+/// question again and writes the first's revision, which is not tested again.
+#[test]
+fn every_second_run_asks_for_the_commented_statement_first() {
+    if !docker_or_skip("the narrower-question-first validation test") {
+        return;
+    }
+    let (record, texts) = durations3();
+    let first: String = texts[0].chars().take(60).collect();
+    let server = Server::responding(move |body| {
+        let system = body["messages"][0]["content"].as_str().unwrap_or("");
+        let user = first_user(body);
+        if !user.contains(first.as_str()) {
+            return Reply::Answer("I cannot write a test for this.".into());
+        }
+        if !system.contains("one piece of code") {
+            return fence(BEHAVIOURAL);
+        }
+        let blocks: Vec<&str> =
+            user.split("```python\n").skip(1).filter_map(|c| c.split("\n```").next()).collect();
+        if !user.contains("The comment is about lines") {
+            let wrong = blocks[0].replacen('\n', "\n    # durations are whole seconds\n", 1);
+            return Reply::Answer(format!("```python\n{wrong}\n```"));
+        }
+        Reply::Answer(
+            "```python\n    return round(sum(float(number) * _UNITS[unit] for number, unit in _TOKEN.findall(text)))\n```"
+                .into(),
+        )
+    });
+    let s = Scratch::new();
+    let mirrors = s.sample_mirrors();
+    s.write("one.jsonl", &format!("{record}\n"));
+    let stage = |id: &str, more: &str| {
+        format!(
+            "  - id: {id}
+    kind: agent_validation
+    needs: [tests, context, environment]
+    attempts: 2
+    redraws: 0
+    agent:
+      kind: builtin
+      mode: rewrite
+      prompt: {{prompts}}/agent_rewrite_real.md
+      feedback_prompt: {{prompts}}/agent_rewrite_feedback.md
+      focus_prompt: {{prompts}}/agent_focus_real.md
+      resample_temperature: 0.7
+      max_steps: 2
+{more}"
+        )
+    };
+    let stages = stage("validate", "      focus_first_every: 2\n") + &stage("whole_only", "");
+    let validated = kept_validation(&s, &mirrors, &server.base_url, &stages);
+    let history = validated["history"].as_array().unwrap();
+    assert_eq!(history.len(), 2, "{validated}");
+    assert_eq!(history[0]["test"]["verdict"], "assertion", "the first run's wrong change: {validated}");
+    let steps = history[1]["transcript"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    assert_eq!(steps[0]["focus"], true, "the second run asked for the statement first: {steps:?}");
+    let patch = validated["patch"].as_str().unwrap();
+    assert!(patch.contains("+    return round(sum(float(number)"), "{patch}");
+    assert!(!patch.contains("whole seconds"), "the second run starts from the reviewed code: {patch}");
+
+    let (state, reason, rejected) = &rows(&s, "whole_only")["curate-sample__durations-3#1"];
+    assert_eq!(
+        (state.as_str(), reason.as_deref()),
+        ("rejected", Some("the agent's revision repeated an earlier attempt's")),
+        "{rejected}"
+    );
+}
