@@ -310,8 +310,12 @@ impl BuiltinAgent {
                 Some(n) => {
                     let body = rewrite::code_of(&text);
                     // Sent back whole, the definition is a rewrite of what the first question showed.
+                    // Stopped short of the definition's end, it keeps the rest, not asked about.
                     let spliced = if focus::is_whole(&body, &plain, &n.code) {
-                        whole(&text, answer.truncated)
+                        match focus::with_rest_kept(&body, &plain) {
+                            Some(full) => whole(&full, answer.truncated),
+                            None => whole(&text, answer.truncated),
+                        }
                     } else {
                         let body = focus::without_copied_neighbours(&body, &source, n.region, *region);
                         rewrite::rewritten(&body, &n.code, answer.truncated)

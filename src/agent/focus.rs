@@ -169,6 +169,39 @@ pub fn is_whole(code: &str, shown: &str, statement: &str) -> bool {
     (opens_like_shown || header) && count(code) > count(statement) + 3 && 2 * count(code) >= count(shown)
 }
 
+/// An answer to the narrower question that is the whole definition (`shown`) but stops copying it
+/// before its end, completed with the rest: more-itertools 545's model, asked for the `def` line,
+/// sent the definition back with two lines added under it and left off its last block, which
+/// spliced in as a rewrite deleted what the question never asked about. None when the answer's
+/// last two code lines are not a run of the definition's that is found once and has code after
+/// it, or when the answer already holds the first code line of that rest.
+pub fn with_rest_kept(code: &str, shown: &str) -> Option<String> {
+    let same = |a: &str, b: &str| a.trim() == b.trim();
+    let answer: Vec<&str> = code.lines().filter(|l| is_code(l)).collect();
+    let lines: Vec<&str> = shown.lines().collect();
+    // The definition's code lines, each with its index in `lines`.
+    let defined: Vec<(usize, &str)> = lines.iter().copied().enumerate().filter(|(_, l)| is_code(l)).collect();
+    let [.., before_last, last] = answer[..] else { return None };
+    let ends: Vec<usize> = (1..defined.len())
+        .filter(|&k| same(defined[k - 1].1, before_last) && same(defined[k].1, last))
+        .collect();
+    let &[k] = &ends[..] else { return None };
+    let (_, next) = *defined.get(k + 1)?;
+    if answer.iter().any(|a| same(a, next)) {
+        return None;
+    }
+    // The rest, moved by as much as the answer moved the line it stopped at.
+    let (at, matched) = defined[k];
+    let by = indent_of(last) as isize - indent_of(matched) as isize;
+    let moved = |l: &str| match by {
+        _ if l.trim().is_empty() => String::new(),
+        0.. => format!("{}{l}", " ".repeat(by as usize)),
+        _ => l[(-by as usize).min(indent_of(l))..].to_string(),
+    };
+    let rest: Vec<String> = lines[at + 1..].iter().map(|l| moved(l)).collect();
+    Some(format!("{}\n{}", code.trim_end_matches('\n'), rest.join("\n")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,5 +318,27 @@ def ordinal(value):
             !is_whole(&with_a_parameter, shown, statement),
             "for a statement inside, only an answer that opens like the definition"
         );
+    }
+
+    /// more-itertools 545: the definition sent back for its `def` line, two lines added at the top
+    /// and the last block left off: the rest is put back, moved as far as the answer moved it.
+    #[test]
+    fn a_definition_sent_back_short_of_its_end_keeps_the_rest() {
+        let shown = "def zip(*objects, strict=False):\n    its = [iter(o) for o in objects]\n    yield from zip(*its)\n\n    # exhausted?\n    if strict:\n        check(its)";
+        let answer = "def zip(*objects, strict=False):\n    if not objects:\n        return\n    its = [iter(o) for o in objects]\n    yield from zip(*its)";
+        assert_eq!(
+            with_rest_kept(answer, shown).as_deref(),
+            Some(format!("{answer}\n\n    # exhausted?\n    if strict:\n        check(its)").as_str())
+        );
+        let dedented: String =
+            answer.lines().map(|l| l.strip_prefix("    ").unwrap_or(l)).collect::<Vec<_>>().join("\n");
+        let kept = with_rest_kept(&dedented, shown).unwrap();
+        assert!(kept.ends_with("\nif strict:\n    check(its)"), "moved like the answer: {kept}");
+        assert_eq!(with_rest_kept(shown, shown), None, "it ends where the definition ends");
+        let moved = format!(
+            "{answer}\n    if strict:\n        check(its)\n    its = [iter(o) for o in objects]\n    yield from zip(*its)"
+        );
+        assert_eq!(with_rest_kept(&moved, shown), None, "the rest is in the answer already");
+        assert_eq!(with_rest_kept("    if not objects:\n        return", shown), None, "not a copy");
     }
 }

@@ -119,7 +119,8 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
     // lines' least indentation, not their first line's. 6: a revision an earlier attempt tried is
     // drawn again (`redraws`), not tested again; the narrower question's answer loses a copy that
     // runs to the shown lines' end, and one for a `def` line that holds the definition is read
-    // as the definition.
+    // as the definition. 7: a definition sent back for a statement that stops short of its end
+    // keeps the rest.
     Ok(StageDef {
         side_effects: true,
         files: built.files,
@@ -128,7 +129,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         unhashed: &["agent.llm"],
         provides: Some(contract::Validation::NAME),
         requires: vec![contract::Test::NAME, CommentContext::NAME, Environment::NAME],
-        ..StageDef::new(stage, 6, Scope::Comment, Resource::Llm)
+        ..StageDef::new(stage, 7, Scope::Comment, Resource::Llm)
     })
 }
 
