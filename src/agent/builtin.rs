@@ -312,10 +312,8 @@ impl BuiltinAgent {
                     // Sent back whole, the definition is a rewrite of what the first question showed.
                     // Stopped short of the definition's end, it keeps the rest, not asked about.
                     let spliced = if focus::is_whole(&body, &plain, &n.code) {
-                        match focus::with_rest_kept(&body, &plain) {
-                            Some(full) => whole(&full, answer.truncated),
-                            None => whole(&text, answer.truncated),
-                        }
+                        let kept = focus::with_rest_kept(&body, &plain);
+                        whole(kept.as_deref().unwrap_or(&text), answer.truncated)
                     } else {
                         let body = focus::without_copied_neighbours(&body, &source, n.region, *region);
                         rewrite::rewritten(&body, &n.code, answer.truncated)

@@ -42,6 +42,23 @@ fn rows_of(s: &Scratch, pipeline: &str, stage: &str) -> HashMap<String, (String,
     .collect()
 }
 
+/// A scripted model for the sample's durations#3 where only comment 1 matters: its other
+/// comments get no test, comment 1's test writer gets [`BEHAVIOURAL`], and the agent (the
+/// conversation whose system prompt contains `agent`) gets `answer`'s reply to the request.
+fn comment_one_model(agent: &'static str, answer: impl Fn(&Value) -> Reply + Send + 'static) -> Server {
+    let (_, texts) = durations3();
+    let first: String = texts[0].chars().take(60).collect();
+    Server::responding(move |body| {
+        if !first_user(body).contains(first.as_str()) {
+            return Reply::Answer("I cannot write a test for this.".into());
+        }
+        if !body["messages"][0]["content"].as_str().unwrap_or("").contains(agent) {
+            return fence(BEHAVIOURAL);
+        }
+        answer(body)
+    })
+}
+
 fn tree_of(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
     let mut files: Vec<(String, Vec<u8>)> = walk(dir)
         .into_iter()
@@ -407,19 +424,10 @@ fn a_rewrite_of_the_commented_function_is_spliced_back_and_validated() {
     if !docker_or_skip("the rewrite-mode validation test") {
         return;
     }
-    let (record, texts) = durations3();
-    let first: String = texts[0].chars().take(60).collect();
-    let server = Server::responding(move |body| {
+    let (record, _) = durations3();
+    let server = comment_one_model("one piece of code", |body| {
         let messages = body["messages"].as_array().unwrap();
-        let system = messages[0]["content"].as_str().unwrap_or("");
         let user = first_user(body);
-        let user = user.as_str();
-        if !user.contains(first.as_str()) {
-            return Reply::Answer("I cannot write a test for this.".into());
-        }
-        if !system.contains("one piece of code") {
-            return fence(BEHAVIOURAL);
-        }
         let shown = user.split("```python\n").nth(1).and_then(|c| c.split("\n```").next()).unwrap();
         assert!(shown.trim_start().starts_with("def parse_duration"), "the function is shown whole: {shown}");
         let hiding = messages[1]["content"].as_str().unwrap().contains("HIDING");
@@ -495,19 +503,10 @@ fn an_unchanged_rewrite_is_followed_by_the_commented_statement_alone() {
     if !docker_or_skip("the narrower-question validation test") {
         return;
     }
-    let (record, texts) = durations3();
-    let first: String = texts[0].chars().take(60).collect();
+    let (record, _) = durations3();
     let raise = "        raise ValueError(f\"malformed duration: {text!r}\")";
-    let server = Server::responding(move |body| {
-        let system = body["messages"][0]["content"].as_str().unwrap_or("");
+    let server = comment_one_model("one piece of code", move |body| {
         let user = first_user(body);
-        let user = user.as_str();
-        if !user.contains(first.as_str()) {
-            return Reply::Answer("I cannot write a test for this.".into());
-        }
-        if !system.contains("one piece of code") {
-            return fence(BEHAVIOURAL);
-        }
         let blocks: Vec<&str> =
             user.split("```python\n").skip(1).filter_map(|c| c.split("\n```").next()).collect();
         if !user.contains("The comment is about lines") {
@@ -565,7 +564,7 @@ fn a_comment_on_a_test_is_answered_at_the_code_the_test_calls() {
     if !docker_or_skip("the tested-code validation test") {
         return;
     }
-    let (mut record, texts) = durations3();
+    let (mut record, _) = durations3();
     let comment = &mut record["reference_review_comments"][0];
     for key in ["line", "original_line", "start_line", "original_start_line"] {
         comment[key] = 27.into();
@@ -577,17 +576,8 @@ fn a_comment_on_a_test_is_answered_at_the_code_the_test_calls() {
     let end = hunk.find("+    assert parse_duration(text) == expected").unwrap();
     let hunk = format!("{}+    assert parse_duration(text) == expected", &hunk[..end]);
     record["reference_review_comments"][0]["diff_hunk"] = hunk.into();
-    let first: String = texts[0].chars().take(60).collect();
-    let server = Server::responding(move |body| {
-        let system = body["messages"][0]["content"].as_str().unwrap_or("");
+    let server = comment_one_model("one piece of code", |body| {
         let user = first_user(body);
-        let user = user.as_str();
-        if !user.contains(first.as_str()) {
-            return Reply::Answer("I cannot write a test for this.".into());
-        }
-        if !system.contains("one piece of code") {
-            return fence(BEHAVIOURAL);
-        }
         assert!(user.contains("src/durations/__init__.py"), "{user}");
         assert!(
             user.contains("(The comment is on this test, tests/test_parse.py line 27;"),
@@ -765,16 +755,8 @@ fn a_revision_an_earlier_attempt_tried_is_drawn_again_not_tested_again() {
     if !docker_or_skip("the redraw validation test") {
         return;
     }
-    let (record, texts) = durations3();
-    let first: String = texts[0].chars().take(60).collect();
-    let server = Server::responding(move |body| {
-        let system = body["messages"][0]["content"].as_str().unwrap_or("");
-        if !first_user(body).contains(first.as_str()) {
-            return Reply::Answer("I cannot write a test for this.".into());
-        }
-        if !system.contains("software engineer") {
-            return fence(BEHAVIOURAL);
-        }
+    let (record, _) = durations3();
+    let server = comment_one_model("software engineer", |body| {
         // The agent's runs on the comment: the second repeats the first's wrong edit.
         Reply::Answer(match body["seed"].as_i64().unwrap() - 6 {
             1 | 2 => HALF_DOC_EDIT.into(),
@@ -826,17 +808,9 @@ fn every_second_run_asks_for_the_commented_statement_first() {
     if !docker_or_skip("the narrower-question-first validation test") {
         return;
     }
-    let (record, texts) = durations3();
-    let first: String = texts[0].chars().take(60).collect();
-    let server = Server::responding(move |body| {
-        let system = body["messages"][0]["content"].as_str().unwrap_or("");
+    let (record, _) = durations3();
+    let server = comment_one_model("one piece of code", |body| {
         let user = first_user(body);
-        if !user.contains(first.as_str()) {
-            return Reply::Answer("I cannot write a test for this.".into());
-        }
-        if !system.contains("one piece of code") {
-            return fence(BEHAVIOURAL);
-        }
         let blocks: Vec<&str> =
             user.split("```python\n").skip(1).filter_map(|c| c.split("\n```").next()).collect();
         if !user.contains("The comment is about lines") {
