@@ -13,6 +13,12 @@ and prints one line per call, `curate-probe: ` and then JSON: {"call", "from", "
 is a Python expression over the module's names, taken from the comment, from the project's own
 tests (with their local variables put in), or made up from the parameters of a changed function
 and the literals around it. Each call is made twice; two different results make it `unstable`.
+
+The sides may also run one after the other in one container, each its own process: then
+CURATE_PROBE_SIDE names the side (fixed, reviewed, partial), each side's records go to
+<side>.jsonl beside the request as well, and the reviewed and partial sides make the calls the
+fixed side made. The partial side (the fix with the comment's change undone) only runs where some
+call's result differs between the fixed and the reviewed side, and says `skipped` otherwise.
 """
 
 import ast
@@ -31,6 +37,8 @@ import types
 PREFIX = "curate-probe: "
 REQUEST = os.environ.get("CURATE_PROBE_REQUEST", "/curate-probe/request.json")
 REPO = os.environ.get("CURATE_PROBE_REPO", "/repo")
+SIDE = os.environ.get("CURATE_PROBE_SIDE")
+UNSTABLE = "unstable"
 CALL_SECONDS = 1.0
 TOTAL_SECONDS = 20.0
 FROM_COMMENT = 20
@@ -72,7 +80,34 @@ def unique(items, key=repr):
 
 
 def emit(record):
-    print(PREFIX + json.dumps(record, sort_keys=True), flush=True)
+    line = json.dumps(record, sort_keys=True)
+    print(PREFIX + line, flush=True)
+    if SIDE:
+        with open(side_file(SIDE), "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+
+
+def side_file(side):
+    return os.path.join(os.path.dirname(REQUEST), side + ".jsonl")
+
+
+def calls_of(side):
+    """The call records an earlier side of this container wrote, in order."""
+    try:
+        with open(side_file(side), encoding="utf-8") as f:
+            records = [json.loads(line) for line in f if line.strip()]
+    except (OSError, ValueError):
+        return []
+    return [r for r in records if isinstance(r, dict) and {"call", "from", "result"} <= set(r)]
+
+
+def any_differs(fixed, reviewed):
+    """Whether some call gave another result on the reviewed side, neither of them unstable."""
+    results = {r["call"]: r["result"] for r in reviewed}
+    return any(
+        f["call"] in results and UNSTABLE not in (f["result"], results[f["call"]])
+        and results[f["call"]] != f["result"]
+        for f in fixed)
 
 
 # ------------------------------------------------------------------ what the fix changed
@@ -559,6 +594,12 @@ def is_iterator(value):
 def main():
     with open(REQUEST, encoding="utf-8") as f:
         request = json.load(f)
+    if SIDE in ("reviewed", "partial"):
+        fixed = calls_of("fixed")
+        if SIDE == "partial" and not any_differs(fixed, calls_of("reviewed")):
+            emit({"skipped": "no call differs"})
+            return
+        request["calls"] = [[r["from"], r["call"]] for r in fixed]
     module_name = request["module"]
     sys.path.insert(0, REPO)
     try:
@@ -581,7 +622,7 @@ def main():
             break
         first, outcome = make(call, namespace)
         second, _ = make(call, namespace)
-        record = {"call": call, "from": origin, "result": first if first == second else "unstable"}
+        record = {"call": call, "from": origin, "result": first if first == second else UNSTABLE}
         if planning and origin == "tests" and echoes(call, request["comment"]):
             record["echoes"] = True
         # The side that chose the calls (the fixed one) also writes each down as a test.

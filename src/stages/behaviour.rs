@@ -27,7 +27,7 @@ use crate::engine::spec::parse_config;
 use crate::environment::tree_image::{self, TreeImageError};
 use crate::errors::ConfigError;
 use crate::exec::hosts::Hosts;
-use crate::exec::probe::{self, Request};
+use crate::exec::probe::{self, Request, Side};
 use crate::repo::Mirrors;
 use crate::repo::hunks;
 use crate::synthesis::facts;
@@ -144,6 +144,23 @@ async fn fixed_image(
     }
 }
 
+/// The fixed tree with the comment's changes undone, where they can be: on the fixed build, only
+/// Python changes can be undone alone.
+async fn undone_tree(
+    attribution: &contract::Attribution,
+    reviewed: &std::path::Path,
+    fixed: &std::path::Path,
+) -> Result<Option<tempfile::TempDir>, TaskError> {
+    let changes = attribution.changes();
+    if changes.iter().any(|c| tree_image::is_compiled_source(c.path)) {
+        return Ok(None);
+    }
+    let texts = partial::fixed_texts(&changes, fixed);
+    partial::tree(reviewed, fixed, &changes, &texts)
+        .await
+        .map_err(|e| TaskError::infra(format!("cannot make the tree with the comment's change undone: {e}")))
+}
+
 impl Behaviour {
     /// The reviewed and the fixed trees checked out into `reviewed` and `fixed`, and the fix's
     /// diff of `path`.
@@ -200,23 +217,42 @@ impl Behaviour {
                 return Skipped::stored(format!("the fixed commit does not build: {unbuilt}"));
             }
         };
-        let on_fixed = probe::run(docker, &fixed_image, &fixed, &request).await?;
-        request.calls = Some(on_fixed.calls.iter().map(|c| (c.from.clone(), c.call.clone())).collect());
-        let on_reviewed = probe::run(docker, &environment.image, &reviewed, &request).await?;
-        let all = observed::differences(&on_fixed.calls, &on_reviewed.calls);
         // With several changes in the fix, a difference may come from another one: the calls run
         // once more with only the comment's changes undone, and must give another result there.
+        // Where both sides run on one image, the probe's runs share a container; a side that did
+        // not end there runs alone.
+        let share = fixed_image == environment.image && probe::sharable(&[&fixed, &fixed, &reviewed]);
+        let mut undone = None;
+        if let (Some(attribution), true) = (&attribution, share) {
+            undone = undone_tree(attribution, &reviewed, &fixed).await?;
+        }
+        let mut shared = Vec::new();
+        if share {
+            let mut sides = vec![(Side::Fixed, fixed.as_path()), (Side::Reviewed, reviewed.as_path())];
+            sides.extend(undone.as_ref().map(|t| (Side::Partial, t.path())));
+            shared = probe::run_sides(docker, &fixed_image, &sides, &request).await?;
+        }
+        let mut shared = shared.into_iter();
+        let on_fixed = match shared.next().flatten() {
+            Some(probe) => probe,
+            None => probe::run(docker, &fixed_image, &fixed, &request).await?,
+        };
+        request.calls = Some(on_fixed.calls.iter().map(|c| (c.from.clone(), c.call.clone())).collect());
+        let on_reviewed = match shared.next().flatten() {
+            Some(probe) => probe,
+            None => probe::run(docker, &environment.image, &reviewed, &request).await?,
+        };
+        let all = observed::differences(&on_fixed.calls, &on_reviewed.calls);
         let mut partial_run = None;
         if let (Some(attribution), false) = (&attribution, all.is_empty()) {
-            let changes = attribution.changes();
-            // On the fixed build, only Python changes can be undone alone.
-            let compiled = changes.iter().any(|c| tree_image::is_compiled_source(c.path));
-            let texts = partial::fixed_texts(&changes, &fixed);
-            let tree = partial::tree(&reviewed, &fixed, &changes, &texts).await.map_err(|e| {
-                TaskError::infra(format!("cannot make the tree with the comment's change undone: {e}"))
-            })?;
-            if let (Some(tree), false) = (tree, compiled) {
-                partial_run = Some(probe::run(docker, &fixed_image, tree.path(), &request).await?);
+            if undone.is_none() {
+                undone = undone_tree(attribution, &reviewed, &fixed).await?;
+            }
+            if let Some(tree) = &undone {
+                partial_run = Some(match shared.next().flatten() {
+                    Some(probe) => probe,
+                    None => probe::run(docker, &fixed_image, tree.path(), &request).await?,
+                });
             }
         }
         let caused = match &partial_run {

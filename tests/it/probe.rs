@@ -143,3 +143,98 @@ fn the_reviewed_side_makes_exactly_the_calls_it_is_given() {
     );
     assert!(!text.contains("\"check\""), "{text}");
 }
+
+/// The module the shared-container test probes: it notes, when imported, whether an earlier run
+/// left files in /repo or /tmp, leaves some itself, and reads a file only the image's /repo has.
+const LEAKY: &str = "import os
+
+SEEN = sorted(p for p in ('/repo/leak.txt', '/tmp/leak') if os.path.exists(p))
+open('/repo/leak.txt', 'w').write('x')
+open('/tmp/leak', 'w').write('x')
+IMAGE = open('/repo/from_image.txt').read().strip()
+
+
+def seen(x):
+    return SEEN + [IMAGE, x]
+";
+
+/// The probe's sides in one container give what a container each gives: each side starts from the
+/// image's /repo with its own tree over it and an empty /tmp, whatever the side before it left; the
+/// reviewed and partial sides make the fixed side's calls; the partial side runs only where a call
+/// differs, and says it skipped otherwise.
+#[tokio::test]
+async fn the_sides_in_one_container_see_what_a_container_each_sees() {
+    use curate::exec::probe::{Request, Side, run, run_sides};
+    if !crate::common::docker_or_skip("the probe's shared-container test") {
+        return;
+    }
+    let d = curate::exec::connect().await.unwrap();
+    let image = "curate-test/probe-sides:1";
+    let dockerfile = "FROM curate/base:bookworm\nRUN ln -sf /usr/bin/python3 /usr/local/bin/python \
+        && mkdir -p /repo && echo image > /repo/from_image.txt\n";
+    curate::exec::build::build(&d, image, dockerfile, &[], None)
+        .await
+        .unwrap()
+        .expect("the test image builds");
+
+    let dir = tempfile::tempdir().unwrap();
+    let tree = |name: &str, module: &str| {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(&path).unwrap();
+        std::fs::write(path.join("leaky.py"), module).unwrap();
+        path
+    };
+    let fixed = tree("fixed", LEAKY);
+    let partial = tree("partial", LEAKY);
+    let reviewed = tree("reviewed", &LEAKY.replace("[IMAGE, x]", "[IMAGE, x, 'reviewed']"));
+    let same = tree("same", LEAKY);
+    let added: Vec<u64> = vec![10];
+    let request = Request {
+        module: "leaky",
+        before: LEAKY,
+        after: LEAKY,
+        added: &added,
+        removed: &[],
+        comment: "`seen(1)` should not say where it was reviewed",
+        calls: None,
+    };
+    let result = |p: &curate::exec::probe::Probe, call: &str| {
+        p.calls.iter().find(|c| c.call == call).map(|c| c.result.clone()).unwrap_or_else(|| panic!("{p:?}"))
+    };
+
+    let sides = [
+        (Side::Fixed, fixed.as_path()),
+        (Side::Reviewed, reviewed.as_path()),
+        (Side::Partial, partial.as_path()),
+    ];
+    let shared = run_sides(&d, image, &sides, &request).await.unwrap();
+    let [Some(on_fixed), Some(on_reviewed), Some(on_partial)] = &shared[..] else { panic!("{shared:?}") };
+    assert_eq!(result(on_fixed, "seen(1)"), "returns ['image', 1]", "{on_fixed:?}");
+    assert_eq!(result(on_reviewed, "seen(1)"), "returns ['image', 1, 'reviewed']", "{on_reviewed:?}");
+    assert_eq!(result(on_partial, "seen(1)"), "returns ['image', 1]", "{on_partial:?}");
+    let calls = |p: &curate::exec::probe::Probe| p.calls.iter().map(|c| c.call.clone()).collect::<Vec<_>>();
+    assert_eq!(calls(on_reviewed), calls(on_fixed), "the fixed side's calls, in order");
+    assert_eq!(calls(on_partial), calls(on_fixed));
+
+    // A container of its own says the same on the fixed side, tests written down and all.
+    let alone = run(&d, image, &fixed, &request).await.unwrap();
+    assert_eq!(alone.calls, on_fixed.calls);
+    assert_eq!(alone.targets, on_fixed.targets);
+
+    // Where no call differs, the partial side does not run.
+    let sides = [
+        (Side::Fixed, fixed.as_path()),
+        (Side::Reviewed, same.as_path()),
+        (Side::Partial, partial.as_path()),
+    ];
+    let shared = run_sides(&d, image, &sides, &request).await.unwrap();
+    assert!(matches!(&shared[..], [Some(_), Some(_), None]), "{shared:?}");
+    let results = |p: &curate::exec::probe::Probe| {
+        p.calls.iter().map(|c| (c.call.clone(), c.result.clone())).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        results(shared[1].as_ref().unwrap()),
+        results(on_fixed),
+        "the same results as the fixed side's"
+    );
+}
