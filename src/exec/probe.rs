@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::docker::ExecError;
 use super::hosts::Executor;
-use super::testrun::{TEST_DISK_BYTES, TEST_PIDS, TEST_TMP_BYTES, env_spec, tree_files};
+use super::testrun::{TEST_DISK_BYTES, TEST_PIDS, TEST_TMP_BYTES, env_spec, split_ended, tree_files};
 
 /// The probe's source and where it runs from in the container.
 const PROBE: &str = include_str!("probe.py");
@@ -145,38 +145,6 @@ pub fn sharable(trees: &[&std::path::Path]) -> bool {
     bytes <= SHARED_TREE_BYTES
 }
 
-/// A side's run as its end line and what it printed before it.
-struct SideEnd {
-    side: String,
-    exit_code: i64,
-    seconds: f64,
-    output: String,
-}
-
-/// Splits a shared container's output at its end lines, in order (the newline the end line's
-/// `printf` put before it taken off). What follows the last end line did not end.
-fn split_sides(output: &str) -> Vec<SideEnd> {
-    let marker = format!("\n{SIDE_END}");
-    let mut ended = Vec::new();
-    let mut rest = output;
-    while let Some(at) = rest.find(&marker) {
-        let line_start = at + marker.len();
-        let Some(line_len) = rest[line_start..].find('\n') else { break };
-        let fields: Vec<&str> = rest[line_start..line_start + line_len].split(' ').collect();
-        let parsed = match fields[..] {
-            [side, code, start, end] => (|| {
-                let seconds = end.parse::<f64>().ok()? - start.parse::<f64>().ok()?;
-                Some((side.to_string(), code.parse().ok()?, seconds))
-            })(),
-            _ => None,
-        };
-        let Some((side, exit_code, seconds)) = parsed else { break };
-        ended.push(SideEnd { side, exit_code, seconds, output: rest[..at].to_string() });
-        rest = &rest[line_start + line_len + 1..];
-    }
-    ended
-}
-
 /// Whether the partial side said it did not run: no call differs.
 fn skipped(output: &str) -> bool {
     output
@@ -227,9 +195,9 @@ pub async fn run_sides(
 /// What each of `sides` said in a shared container's `output`, as [`run_sides`] gives it.
 fn read_sides(output: &str, sides: &[Side]) -> Vec<Option<Probe>> {
     let mut out = Vec::new();
-    let mut ended = split_sides(output).into_iter();
+    let mut ended = split_ended(output, SIDE_END).into_iter();
     for side in sides {
-        let Some(end) = ended.next().filter(|e| e.side == side.name() && e.exit_code != KILLED) else {
+        let Some(end) = ended.next().filter(|e| e.label == side.name() && e.exit_code != KILLED) else {
             break;
         };
         if *side == Side::Partial && skipped(&end.output) {

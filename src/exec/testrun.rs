@@ -375,18 +375,20 @@ fn seeds_command(pytest_args: &str, options: &str, seeds: &[u32]) -> Vec<String>
 }
 
 /// One run of a batch, as its end line and what it printed before it describe it.
-struct Ended {
-    seed: u32,
-    exit_code: i64,
-    seconds: f64,
-    output: String,
+pub(crate) struct Ended {
+    /// What the end line names the run by: its seed, its side.
+    pub label: String,
+    pub exit_code: i64,
+    pub seconds: f64,
+    pub output: String,
 }
 
-/// Splits a batch's output at its end lines, in order: the runs that ended, each with what it
-/// printed (the newline the end line's `printf` put before it taken off). What follows the last end
-/// line (a run the container's end cut short) is not a run that ended.
-fn split_ended(output: &str) -> Vec<Ended> {
-    let marker = format!("\n{RUN_END}");
+/// Splits a batch's output at its end lines (`MARKER LABEL EXIT START END`, each on a line of its
+/// own), in order: the runs that ended, each with what it printed (the newline printed before the
+/// end line taken off). What follows the last end line (a run the container's end cut short), or
+/// an end line that does not read as one, is not a run that ended.
+pub(crate) fn split_ended(output: &str, marker: &str) -> Vec<Ended> {
+    let marker = format!("\n{marker}");
     let mut ended = Vec::new();
     let mut rest = output;
     while let Some(at) = rest.find(&marker) {
@@ -394,14 +396,14 @@ fn split_ended(output: &str) -> Vec<Ended> {
         let Some(line_len) = rest[line_start..].find('\n') else { break };
         let fields: Vec<&str> = rest[line_start..line_start + line_len].split(' ').collect();
         let parsed = match fields[..] {
-            [seed, code, start, end] => (|| {
+            [label, code, start, end] => (|| {
                 let seconds = end.parse::<f64>().ok()? - start.parse::<f64>().ok()?;
-                Some((seed.parse().ok()?, code.parse().ok()?, seconds))
+                Some((label.to_string(), code.parse().ok()?, seconds))
             })(),
             _ => None,
         };
-        let Some((seed, exit_code, seconds)) = parsed else { break };
-        ended.push(Ended { seed, exit_code, seconds, output: rest[..at].to_string() });
+        let Some((label, exit_code, seconds)) = parsed else { break };
+        ended.push(Ended { label, exit_code, seconds, output: rest[..at].to_string() });
         rest = &rest[line_start + line_len + 1..];
     }
     ended
@@ -431,10 +433,10 @@ pub async fn run_target_seeds(
         let r = docker.run(&spec).await?;
         // An output cut in the middle may have lost a run's end line or its verdict's words.
         let cut = r.output.len() > crate::exec::sandbox::OUTPUT_LIMIT;
-        let ended = if cut { Vec::new() } else { split_ended(&r.output) };
+        let ended = if cut { Vec::new() } else { split_ended(&r.output, RUN_END) };
         for (ended, seed) in ended.into_iter().zip(seeds) {
             // A run past its own limit would have been killed alone: it runs again, alone.
-            if ended.seed != *seed || ended.seconds > timeout.as_secs_f64() {
+            if ended.label != seed.to_string() || ended.seconds > timeout.as_secs_f64() {
                 break;
             }
             let (output, wrote) = split_writes(&ended.output);
@@ -694,15 +696,18 @@ mod tests {
     #[test]
     fn a_batchs_runs_are_split_at_their_end_lines() {
         let output = "1 failed\n\ncurate-run-end: 1 1 10.5 11.75\n.\n1 passed\ncurate-wrote: f /repo/x\n\ncurate-run-end: 2 0 12 12.5\nhalf of a third";
-        let ended = split_ended(output);
+        let ended = split_ended(output, RUN_END);
         assert_eq!(ended.len(), 2, "what follows the last end line did not end");
-        assert_eq!((ended[0].seed, ended[0].exit_code, ended[0].seconds), (1, 1, 1.25));
+        assert_eq!((ended[0].label.as_str(), ended[0].exit_code, ended[0].seconds), ("1", 1, 1.25));
         assert_eq!(ended[0].output, "1 failed\n");
-        assert_eq!((ended[1].seed, ended[1].exit_code), (2, 0));
+        assert_eq!((ended[1].label.as_str(), ended[1].exit_code), ("2", 0));
         assert_eq!(ended[1].output, ".\n1 passed\ncurate-wrote: f /repo/x\n");
         // An end line that does not read as one ends the split: the runs after it run again.
-        assert_eq!(split_ended("x\ncurate-run-end: 1 one 1 2\n\ncurate-run-end: 2 0 1 2\n").len(), 0);
-        assert_eq!(split_ended("no end line").len(), 0);
+        assert_eq!(
+            split_ended("x\ncurate-run-end: 1 one 1 2\n\ncurate-run-end: 2 0 1 2\n", RUN_END).len(),
+            0
+        );
+        assert_eq!(split_ended("no end line", RUN_END).len(), 0);
     }
 
     #[test]
