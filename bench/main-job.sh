@@ -4,7 +4,7 @@
 #   cold: the sample's environment images removed (the base and tools layers kept), empty state;
 #   warm: images present, empty state (every task runs again, no image is rebuilt);
 #   rerun: the same state again (nothing to do).
-# Prints one line per case and the funnel once.
+# Prints one line per case (wall time, containers started) and the funnel once.
 #
 # Usage, from the repository root:  bash bench/main-job.sh
 set -euo pipefail
@@ -21,8 +21,14 @@ export CURATE_LLM_CACHE=replay
 
 run() { # label state-dir
     local t0=$SECONDS
+    # Containers started during the run, counted from the daemon's events.
+    docker events --filter type=container --filter event=start --format '{{.ID}}' >"$work/$1.events" &
+    local events=$!
     target/release/curate run pipelines/ccrab.yaml --state "$2" --progress quiet >"$work/$1.log" 2>&1
-    echo "$1: $((SECONDS - t0)) s"
+    local seconds=$((SECONDS - t0))
+    sleep 1
+    kill "$events"
+    echo "$1: $seconds s, $(wc -l <"$work/$1.events") containers"
 }
 
 for layer in env deps; do

@@ -60,6 +60,24 @@ fn report_hosts(counts: &[crate::exec::hosts::HostCounts], dir: &Path) {
     }
 }
 
+/// The limits a run works under: the machine's, then the pipeline's, then the command line's. With
+/// every model answer replayed (`CURATE_LLM_CACHE=replay`) no conversation reaches a model server,
+/// and the `llm` limit, which keeps to one conversation at a time for the server's prompt cache,
+/// guards nothing: the stages that hold it spend their time in containers, so they run a task per
+/// core (the `cpu` limit) unless the command line sets `llm`.
+fn limits(
+    pipeline: &BTreeMap<Resource, usize>,
+    command_line: &BTreeMap<Resource, usize>,
+    replayed: bool,
+) -> Limits {
+    let mut limits = Limits::machine_defaults().with(pipeline);
+    if replayed {
+        let llm = limits.get(Resource::Llm).max(limits.get(Resource::Cpu));
+        limits = limits.with(&BTreeMap::from([(Resource::Llm, llm)]));
+    }
+    limits.with(command_line)
+}
+
 pub fn run(path: &Path, opts: &RunOptions) -> Result<u8, Failure> {
     let loaded = load(path, &opts.selection)?;
     check_local_repositories(&loaded)?;
@@ -70,7 +88,8 @@ pub fn run(path: &Path, opts: &RunOptions) -> Result<u8, Failure> {
     let _lock = lock::acquire(dir).map_err(anyhow::Error::from)?;
     let store = Store::open(dir).map_err(anyhow::Error::from)?;
     let records = store::load(dir).map_err(anyhow::Error::from)?;
-    let limits = Limits::machine_defaults().with(&loaded.pipeline.concurrency).with(&opts.concurrency);
+    let replayed = crate::llm::config::cache_from_env() == Some(crate::llm::types::CacheMode::Replay);
+    let limits = limits(&loaded.pipeline.concurrency, &opts.concurrency, replayed);
     let flow = Flow::new(&loaded.pipeline, &loaded.data);
     let mut reporter = report::progress::reporter(opts.progress);
 
@@ -138,4 +157,26 @@ pub fn run(path: &Path, opts: &RunOptions) -> Result<u8, Failure> {
     } else {
         exit::OK
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replayed_answers_free_the_llm_limit_up_to_the_cores_unless_the_command_line_sets_it() {
+        let pipeline = BTreeMap::from([(Resource::Llm, 1), (Resource::Docker, 1), (Resource::Cpu, 2)]);
+        let none = BTreeMap::new();
+        assert_eq!(limits(&pipeline, &none, false).get(Resource::Llm), 1);
+        assert_eq!(limits(&pipeline, &none, true).get(Resource::Llm), 2);
+        assert_eq!(limits(&pipeline, &none, true).get(Resource::Docker), 1, "the other limits stay");
+        let wider = BTreeMap::from([(Resource::Llm, 6), (Resource::Cpu, 2)]);
+        assert_eq!(limits(&wider, &none, true).get(Resource::Llm), 6, "never lowered");
+        let told = BTreeMap::from([(Resource::Llm, 1)]);
+        assert_eq!(
+            limits(&pipeline, &told, true).get(Resource::Llm),
+            1,
+            "the command line has the last word"
+        );
+    }
 }

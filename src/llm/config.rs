@@ -12,6 +12,11 @@ use super::types::{CacheMode, LlmSettings};
 pub const LOCAL_BASE_URL: &str = "http://127.0.0.1:8012/v1";
 pub const LOCAL_MODEL: &str = "qwen2.5-coder-1.5b-instruct-q4_k_m";
 
+/// The cache mode `CURATE_LLM_CACHE` sets for every stage, when it is set to one.
+pub fn cache_from_env() -> Option<CacheMode> {
+    std::env::var("CURATE_LLM_CACHE").ok().and_then(|m| m.parse().ok())
+}
+
 /// As written in YAML: every field optional, so a stage can override one.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -101,7 +106,7 @@ impl LlmSpec {
             concurrency: self.concurrency.unwrap_or(1).max(1),
             requests_per_minute: self.requests_per_minute,
             backoff: Duration::from_millis(self.backoff_ms.unwrap_or(500)),
-            cache: env("CURATE_LLM_CACHE").and_then(|m| m.parse().ok()).or(self.cache).unwrap_or_default(),
+            cache: cache_from_env().or(self.cache).unwrap_or_default(),
         }
     }
 }
