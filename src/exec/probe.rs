@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::docker::ExecError;
 use super::hosts::Executor;
+use super::sandbox::RunSpec;
 use super::testrun::{TEST_DISK_BYTES, TEST_PIDS, TEST_TMP_BYTES, env_spec, split_ended, tree_files};
 
 /// The probe's source and where it runs from in the container.
@@ -164,26 +165,19 @@ pub async fn run_sides(
     request: &Request<'_>,
 ) -> Result<Vec<Option<Probe>>, ExecError> {
     debug_assert!(sides.first().is_some_and(|(s, _)| *s == Side::Fixed) && request.calls.is_none());
-    let json = serde_json::to_vec(request).map_err(|e| ExecError::Other(format!("probe request: {e}")))?;
     let names: Vec<Side> = sides.iter().map(|(s, _)| *s).collect();
     let mut command =
         vec!["python".into(), format!("{PROBE_DIR}/probe_sides.py"), TIMEOUT.as_secs().to_string()];
     command.extend(names.iter().map(|s| s.name().to_string()));
-    let mut spec = env_spec(image, command);
+    let mut spec = probe_spec(image, command, request)?;
     spec.timeout = TIMEOUT * sides.len() as u32 + Duration::from_secs(30);
-    spec.pids = TEST_PIDS;
-    spec.tmp_bytes = Some(TEST_TMP_BYTES);
-    spec.disk_bytes = Some(TEST_DISK_BYTES);
-    spec.env.push(("PYTHONHASHSEED".into(), "0".into()));
+    spec.files.push((format!("{PROBE_DIR}/probe_sides.py"), SIDES_RUNNER.as_bytes().to_vec()));
     for (side, tree) in sides {
         for (path, bytes) in tree_files(tree)? {
             let rel = path.strip_prefix(super::testrun::REPO).unwrap_or(&path).trim_start_matches('/');
             spec.files.push((format!("{SIDES_DIR}/{}/{rel}", side.name()), bytes));
         }
     }
-    spec.files.push((format!("{PROBE_DIR}/probe.py"), PROBE.as_bytes().to_vec()));
-    spec.files.push((format!("{PROBE_DIR}/probe_sides.py"), SIDES_RUNNER.as_bytes().to_vec()));
-    spec.files.push((format!("{PROBE_DIR}/request.json"), json));
     let r = docker.run(&spec).await?;
     // An output cut in the middle may have lost a side's end line or its calls.
     if r.output.len() > crate::exec::sandbox::OUTPUT_LIMIT {
@@ -204,10 +198,9 @@ fn read_sides(output: &str, sides: &[Side]) -> Vec<Option<Probe>> {
             break;
         }
         let mut probe = parse(&end.output);
-        probe.seconds = (end.seconds * 1000.0).round() / 1000.0;
+        probe.seconds = to_millis(end.seconds);
         if probe.error.is_none() && end.exit_code != 0 {
-            probe.error =
-                Some(format!("the probe exit Some({}): {}", end.exit_code, last_lines(&end.output)));
+            probe.error = Some(failed(&format!("exit {:?}", Some(end.exit_code)), &end.output));
         }
         out.push(Some(probe));
     }
@@ -215,10 +208,30 @@ fn read_sides(output: &str, sides: &[Side]) -> Vec<Option<Probe>> {
     out
 }
 
-/// The last three lines of a run's output, for its error.
-fn last_lines(output: &str) -> String {
+/// A failed run's error: why, and the last three lines of its output.
+fn failed(why: &str, output: &str) -> String {
     let tail: Vec<&str> = output.lines().rev().take(3).collect();
-    tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+    format!("the probe {why}: {}", tail.into_iter().rev().collect::<Vec<_>>().join(" | "))
+}
+
+/// Seconds to the millisecond, as a probe's time is stored.
+fn to_millis(seconds: f64) -> f64 {
+    (seconds * 1000.0).round() / 1000.0
+}
+
+/// A run of `command` in `image` under the sandbox's limits for a test run, with the probe and
+/// `request` in [`PROBE_DIR`].
+fn probe_spec(image: &str, command: Vec<String>, request: &Request<'_>) -> Result<RunSpec, ExecError> {
+    let json = serde_json::to_vec(request).map_err(|e| ExecError::Other(format!("probe request: {e}")))?;
+    let mut spec = env_spec(image, command);
+    spec.timeout = TIMEOUT;
+    spec.pids = TEST_PIDS;
+    spec.tmp_bytes = Some(TEST_TMP_BYTES);
+    spec.disk_bytes = Some(TEST_DISK_BYTES);
+    spec.env.push(("PYTHONHASHSEED".into(), "0".into()));
+    spec.files.push((format!("{PROBE_DIR}/probe.py"), PROBE.as_bytes().to_vec()));
+    spec.files.push((format!("{PROBE_DIR}/request.json"), json));
+    Ok(spec)
 }
 
 /// Runs the probe in `image` against the repository `tree`.
@@ -228,26 +241,18 @@ pub async fn run(
     tree: &std::path::Path,
     request: &Request<'_>,
 ) -> Result<Probe, ExecError> {
-    let json = serde_json::to_vec(request).map_err(|e| ExecError::Other(format!("probe request: {e}")))?;
-    let mut spec = env_spec(image, vec!["python".into(), format!("{PROBE_DIR}/probe.py")]);
-    spec.timeout = TIMEOUT;
-    spec.pids = TEST_PIDS;
-    spec.tmp_bytes = Some(TEST_TMP_BYTES);
-    spec.disk_bytes = Some(TEST_DISK_BYTES);
-    spec.env.push(("PYTHONHASHSEED".into(), "0".into()));
-    spec.files = tree_files(tree)?;
-    spec.files.push((format!("{PROBE_DIR}/probe.py"), PROBE.as_bytes().to_vec()));
-    spec.files.push((format!("{PROBE_DIR}/request.json"), json));
+    let mut spec = probe_spec(image, vec!["python".into(), format!("{PROBE_DIR}/probe.py")], request)?;
+    spec.files.extend(tree_files(tree)?);
     let r = docker.run(&spec).await?;
     let mut probe = parse(&r.output);
-    probe.seconds = (r.duration.as_secs_f64() * 1000.0).round() / 1000.0;
+    probe.seconds = to_millis(r.duration.as_secs_f64());
     if probe.error.is_none() && r.exit_code != Some(0) {
         let why = match (r.timed_out, r.disk_full) {
             (true, _) => "timed out".to_string(),
             (_, true) => "wrote too much to disk".to_string(),
             _ => format!("exit {:?}", r.exit_code),
         };
-        probe.error = Some(format!("the probe {why}: {}", last_lines(&r.output)));
+        probe.error = Some(failed(&why, &r.output));
     }
     Ok(probe)
 }
