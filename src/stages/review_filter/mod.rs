@@ -74,7 +74,8 @@ pub struct Config {
     /// Decide from facts of the PR too, before the wording ([`rules::fact_rule`]): the PR author's
     /// own comments, answers to an earlier comment of the thread and comments on documentation
     /// pages are dropped, and a suggestion block is judged by what it changes against the lines it
-    /// would replace (layout only: dropped; other tokens: never dropped as a bare suggestion).
+    /// would replace (layout only: dropped; values only: never dropped as a bare suggestion; other
+    /// tokens, such as names, calls or structure: judged by its words like any other).
     #[serde(default)]
     pub pr_facts: bool,
     /// Yes-or-no questions asked after the verdict, each a prompt file: with only a `[user]` part
@@ -367,7 +368,7 @@ impl Filter {
         };
         rules::fact_rule(&facts).or_else(|| {
             rules::drop_rule(fields.comment)
-                .filter(|r| !(*r == rules::SUGGESTION && change == suggestion::Change::Tokens))
+                .filter(|r| !(*r == rules::SUGGESTION && change == suggestion::Change::Values))
         })
     }
 
