@@ -228,19 +228,55 @@ impl Funnel {
             let _ = writeln!(out, "\n## Rejection reasons\n");
             for r in with_reasons {
                 let _ = writeln!(out, "- {} (`{}`)", r.title, r.stage);
-                for reason in r.reasons.iter().take(REASONS_SHOWN) {
+                // One reason more takes the line that would say it was left out.
+                let shown =
+                    if r.reasons.len() == REASONS_SHOWN + 1 { r.reasons.len() } else { REASONS_SHOWN };
+                for reason in r.reasons.iter().take(shown) {
                     let _ = writeln!(out, "  - {} × {}", reason.count, reason.reason);
                 }
-                if r.reasons.len() > REASONS_SHOWN {
-                    let rest: usize = r.reasons[REASONS_SHOWN..].iter().map(|x| x.count).sum();
+                if r.reasons.len() > shown {
+                    let rest: usize = r.reasons[shown..].iter().map(|x| x.count).sum();
                     let _ = writeln!(
                         out,
                         "  - … {} other reasons ({rest} tasks); `--format json` lists all",
-                        r.reasons.len() - REASONS_SHOWN
+                        r.reasons.len() - shown
                     );
                 }
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_reasons(n: usize) -> String {
+        let reasons = (0..n).map(|i| ReasonCount { reason: format!("reason {i}"), count: 2 }).collect();
+        let row = FunnelRow {
+            stage: "filter".into(),
+            title: "Review filtering".into(),
+            prs: 1,
+            comments: 0,
+            rejected: 2 * n,
+            errored: 0,
+            pending: 0,
+            reasons,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+        };
+        Funnel { pipeline: "p".into(), complete: true, counts_comments: true, funnel: vec![row] }
+            .to_markdown()
+    }
+
+    #[test]
+    fn a_reason_is_left_out_only_with_another() {
+        let one_more = with_reasons(REASONS_SHOWN + 1);
+        assert!(one_more.contains(&format!("2 × reason {REASONS_SHOWN}")), "{one_more}");
+        assert!(!one_more.contains("other reasons"), "{one_more}");
+        let two_more = with_reasons(REASONS_SHOWN + 2);
+        assert!(!two_more.contains(&format!("reason {REASONS_SHOWN}\n")), "{two_more}");
+        assert!(two_more.contains("… 2 other reasons (4 tasks)"), "{two_more}");
     }
 }
