@@ -73,9 +73,10 @@ pub struct Config {
     pub calibration: Option<PathBuf>,
     /// Decide from facts of the PR too, before the wording ([`rules::fact_rule`]): the PR author's
     /// own comments, answers to an earlier comment of the thread and comments on documentation
-    /// pages are dropped, and a suggestion block is judged by what it changes against the lines it
-    /// would replace (layout only: dropped; values only: never dropped as a bare suggestion; other
-    /// tokens, such as names, calls or structure: judged by its words like any other).
+    /// pages that name no failure are dropped, and a suggestion block is judged by what it changes
+    /// against the lines it would replace (layout only: dropped; values only: never dropped as a
+    /// bare suggestion; other tokens, such as names, calls or structure: dropped like any bare
+    /// suggestion when no word says what is wrong).
     #[serde(default)]
     pub pr_facts: bool,
     /// Yes-or-no questions asked after the verdict, each a prompt file: with only a `[user]` part
@@ -365,6 +366,7 @@ impl Filter {
             is_reply: fields.is_reply,
             path: fields.path,
             suggestion: change,
+            names_a_failure: rules::names_a_failure(fields.comment),
         };
         rules::fact_rule(&facts).or_else(|| {
             rules::drop_rule(fields.comment)

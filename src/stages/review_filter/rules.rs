@@ -255,6 +255,8 @@ pub struct Facts<'a> {
     pub path: &'a str,
     /// What its suggestion block changes.
     pub suggestion: super::suggestion::Change,
+    /// Whether its own words name a failure ([`names_a_failure`]).
+    pub names_a_failure: bool,
 }
 
 /// Extensions of documentation pages: prose that no test of the code runs. Not `.txt`, which
@@ -277,10 +279,20 @@ pub fn fact_rule(facts: &Facts<'_>) -> Option<Rule> {
     if facts.is_reply == Some(true) {
         return Some(THREAD_REPLY);
     }
-    if is_documentation_page(facts.path) {
+    // A page whose example fails ("the flag is `--after`, not `--since`: the example fails") is
+    // checked by running it, so such a comment is left to the model.
+    if is_documentation_page(facts.path) && !facts.names_a_failure {
         return Some(PAGE);
     }
     (facts.suggestion == super::suggestion::Change::Layout).then_some(LAYOUT)
+}
+
+/// Whether `comment`'s own words (not a quoted comment's, not a code block's) name a failure.
+pub fn names_a_failure(comment: &str) -> bool {
+    let own: Vec<&str> =
+        comment.lines().map(str::trim).filter(|l| !l.starts_with('>') && !l.is_empty()).collect();
+    let prose = outside_fences(&own.join(" ").to_lowercase());
+    FAILING.iter().any(|w| starts_a_word(&prose, w))
 }
 
 /// The rule that drops `comment`, if one does.
@@ -391,7 +403,8 @@ mod tests {
     fn facts_of_the_pr_drop_answers_documentation_pages_and_layout_only_suggestions() {
         use super::super::suggestion::Change;
         let facts = |by_pr_author, is_reply, path, suggestion| {
-            fact_rule(&Facts { by_pr_author, is_reply, path, suggestion }).map(|r| r.name)
+            fact_rule(&Facts { by_pr_author, is_reply, path, suggestion, names_a_failure: false })
+                .map(|r| r.name)
         };
         assert_eq!(facts(Some(true), None, "a.py", Change::Tokens), Some("author"), "whatever it says");
         assert_eq!(facts(Some(false), Some(true), "a.py", Change::Tokens), Some("thread reply"));
@@ -406,6 +419,18 @@ mod tests {
             "code under docs/"
         );
         assert_eq!(facts(None, None, "Makefile", Change::Unknown), None);
+        let failing = Facts {
+            by_pr_author: None,
+            is_reply: None,
+            path: "README.md",
+            suggestion: Change::Unknown,
+            names_a_failure: names_a_failure("the flag is `--after`, not `--since`: the example fails"),
+        };
+        assert_eq!(fact_rule(&failing), None, "a page example that fails is left to the model");
+        assert!(
+            !names_a_failure("I'd reword this paragraph\n```\nfails\n```"),
+            "a code block is not the comment's words"
+        );
     }
 
     #[test]

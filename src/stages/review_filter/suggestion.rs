@@ -11,8 +11,9 @@ pub enum Change {
     /// The same tokens as the lines it replaces: layout only.
     Layout,
     /// Only values: numbers, string, boolean and null literals, comparison and arithmetic
-    /// operators, or a keyword argument with such a value added (`i < hi` to `i <= hi`,
-    /// `timeout=None` to `timeout=5.0`, `open(p)` to `open(p, encoding="utf-8")`). On the gold set
+    /// operators, a keyword argument with such a value added, or a name misspelt or swapped for a
+    /// near one (`i < hi` to `i <= hi`, `timeout=None` to `timeout=5.0`, `open(p)` to `open(p,
+    /// encoding="utf-8")`, `timout=` to `timeout=`, `MIN_ZOOM` to `MAX_ZOOM`). On the gold set
     /// and on real review traffic such suggestions mostly fix a defect, while those that change
     /// names, calls or structure are mostly taste.
     Values,
@@ -58,22 +59,55 @@ fn is_value(token: &str) -> bool {
 
 /// Whether `after` differs from `before` in a few values only (see [`Change::Values`]).
 fn only_values(before: &[String], after: &[String]) -> bool {
-    let mut changed = Vec::new();
+    let (mut changed, mut near) = (Vec::new(), 0);
     for (old, new) in gaps(before, after) {
-        match new {
+        match (old, new) {
             // A keyword argument added: `, name = value` or `name = value ,`.
-            [comma, name, eq, value] | [name, eq, value, comma]
-                if old.is_empty()
-                    && comma == ","
-                    && eq == "="
-                    && name.starts_with(|c: char| c.is_alphabetic() || c == '_') =>
+            ([], [comma, name, eq, value] | [name, eq, value, comma])
+                if comma == "," && eq == "=" && is_name(name) =>
             {
                 changed.push(value)
             }
+            ([a], [b]) if near_miss(a, b) => near += 1,
             _ => changed.extend(old.iter().chain(new)),
         }
     }
-    !changed.is_empty() && changed.len() <= MOST_VALUES && changed.iter().all(|t| is_value(t))
+    let count = changed.len() + near;
+    count > 0 && count <= MOST_VALUES && changed.iter().all(|t| is_value(t))
+}
+
+/// Whether `token` is an identifier or keyword.
+fn is_name(token: &str) -> bool {
+    token.starts_with(|c: char| c.is_alphabetic() || c == '_')
+}
+
+/// Whether the name `b` in place of `a` fixes a misspelling or swaps in a near name (`timout` to
+/// `timeout`, `MIN_ZOOM` to `MAX_ZOOM`): both at least 4 characters, at most 2 edits apart, and
+/// not the same name in another case or with other underscores, which is a rename.
+fn near_miss(a: &str, b: &str) -> bool {
+    let plain = |s: &str| s.replace('_', "").to_lowercase();
+    is_name(a)
+        && is_name(b)
+        && a.chars().count() >= 4
+        && b.chars().count() >= 4
+        && plain(a) != plain(b)
+        && edit_distance(a, b) <= 2
+}
+
+/// The Levenshtein distance between `a` and `b`, in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1).min(row[j] + 1).min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 /// The runs of `before` and `after` between the tokens of their longest common subsequence: what
@@ -245,6 +279,12 @@ mod tests {
         );
         assert_eq!(values("def parse(line):", "def parse(line: str) -> Entry | None:"), Change::Tokens);
         assert_eq!(values("n = 1", "n = 1 + 2 + 3 + 4"), Change::Tokens, "more than a few values");
+        assert_eq!(values("get(url, timout=5)", "get(url, timeout=5)"), Change::Values, "a misspelt keyword");
+        assert_eq!(values("z = min(MIN_ZOOM, z)", "z = min(MAX_ZOOM, z)"), Change::Values, "a near name");
+        assert_eq!(values("fn expr(e: &Expr)", "fn expression(e: &Expr)"), Change::Tokens, "a rename");
+        assert_eq!(values("BIND = 1", "Bind = 1"), Change::Tokens, "another case is a rename");
+        assert_eq!(values("max_len = 1", "maxLen = 1"), Change::Tokens, "another spelling of one name");
+        assert_eq!(values("x = a", "x = b"), Change::Tokens, "short names are not told apart");
     }
 
     #[test]
