@@ -287,20 +287,23 @@ pub fn fact_rule(facts: &Facts<'_>) -> Option<Rule> {
     (facts.suggestion == super::suggestion::Change::Layout).then_some(LAYOUT)
 }
 
-/// Whether `comment`'s own words (not a quoted comment's, not a code block's) name a failure.
-pub fn names_a_failure(comment: &str) -> bool {
+/// `comment`'s own lines, lowercased on one line: quoted lines are the comment being replied to,
+/// not this one.
+fn own_text(comment: &str) -> String {
     let own: Vec<&str> =
         comment.lines().map(str::trim).filter(|l| !l.starts_with('>') && !l.is_empty()).collect();
-    let prose = outside_fences(&own.join(" ").to_lowercase());
+    own.join(" ").to_lowercase()
+}
+
+/// Whether `comment`'s own words (not a quoted comment's, not a code block's) name a failure.
+pub fn names_a_failure(comment: &str) -> bool {
+    let prose = outside_fences(&own_text(comment));
     FAILING.iter().any(|w| starts_a_word(&prose, w))
 }
 
 /// The rule that drops `comment`, if one does.
 pub fn drop_rule(comment: &str) -> Option<Rule> {
-    // Quoted lines are the comment being replied to, not this one.
-    let own: Vec<&str> =
-        comment.lines().map(str::trim).filter(|l| !l.starts_with('>') && !l.is_empty()).collect();
-    let text = own.join(" ").to_lowercase();
+    let text = own_text(comment);
     if text.is_empty() {
         return Some(ACKNOWLEDGEMENT);
     }
@@ -308,7 +311,7 @@ pub fn drop_rule(comment: &str) -> Option<Rule> {
         return Some(REPLY);
     }
     let names_a = |list: &[&str]| list.iter().any(|w| starts_a_word(&text, w));
-    let names_a_failure = names_a(&FAILING) || names_a(&FAILING_TOO);
+    let failure_named = names_a(&FAILING) || names_a(&FAILING_TOO);
     // A suggestion's own words, if any, are a short aside that names no failure or value: "tiny
     // thing", "reads tighter with the walrus", "(and the two uses below)".
     let prose = outside_fences(&text);
@@ -332,14 +335,14 @@ pub fn drop_rule(comment: &str) -> Option<Rule> {
             text.strip_prefix(w).is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric()))
         })
     };
-    if starts(&PRAISES) && !names_a_failure {
+    if starts(&PRAISES) && !failure_named {
         return Some(PRAISE);
     }
     let one_question = text.ends_with('?') && text.matches('?').count() == 1 && !text.contains(". ");
-    if one_question && starts(&WHY_QUESTIONS) && !names_a_failure {
+    if one_question && starts(&WHY_QUESTIONS) && !failure_named {
         return Some(QUESTION);
     }
-    if !names_a_failure {
+    if !failure_named {
         if prose.contains('?') && starts(&NECESSITY_QUESTIONS) {
             return Some(NECESSITY);
         }
