@@ -13,7 +13,10 @@ use sha2::Digest;
 use super::{Failure, exit};
 use crate::engine::spec::parse_config;
 use crate::llm::LlmError;
+use crate::record::ReviewComment;
+use crate::repo::align::align;
 use crate::stages::review_filter::calibration::{self, Calibration, Confusion};
+use crate::stages::review_filter::fix::{self, FixChange};
 use crate::stages::review_filter::{Config, Fields, Filter, Judgement};
 
 #[derive(Debug, Deserialize)]
@@ -35,6 +38,44 @@ struct GoldComment {
     /// Whether it answers an earlier comment of its thread, where the row says.
     #[serde(default)]
     is_reply: Option<bool>,
+    /// The unified diff of the commented file from the reviewed commit to the fix (empty: the fix
+    /// left the file alone), where the row says; the commented lines are placed by `diff_hunk`.
+    #[serde(default)]
+    fix_diff: Option<String>,
+    /// The commented line on the reviewed side, where the row says.
+    #[serde(default)]
+    line: Option<u64>,
+}
+
+impl GoldComment {
+    /// What the row's fix did at the commented lines (unknown without `fix_diff`). Where the diff
+    /// shows the whole reviewed file ([`fix::reviewed_text`]) the lines are placed in it and their
+    /// definition read, as the stage does from the mirror; otherwise the hunk's last line is the
+    /// comment's, and only the lines near it count.
+    fn fix(&self) -> FixChange {
+        let Some(diff) = self.fix_diff.as_deref() else { return FixChange::Unknown };
+        if let Some(text) = fix::reviewed_text(diff) {
+            let comment = ReviewComment {
+                text: self.comment.clone(),
+                path: Some(self.path.clone()),
+                diff_hunk: Some(self.diff_hunk.clone()),
+                line: self.line,
+                start_line: None,
+                original_line: None,
+                original_start_line: None,
+                index: 1,
+                by_pr_author: self.by_pr_author,
+                is_reply: self.is_reply,
+                extra: Default::default(),
+            };
+            if let Ok(at) = align(&comment, &text) {
+                let definition = fix::enclosing_definition(&text, at.start, at.end);
+                return fix::change_near(diff, &self.path, (at.start, at.end), definition);
+            }
+        }
+        fix::span_of_hunk(&self.diff_hunk, None)
+            .map_or(FixChange::Unknown, |span| fix::change_near(diff, &self.path, span, None))
+    }
 }
 
 /// A split's figures for one way of deciding.
@@ -101,6 +142,7 @@ async fn judge_all(
                 by_pr_author: c.by_pr_author,
                 is_reply: c.is_reply,
                 lines: None,
+                fix: c.fix(),
             };
             let judged = filter.judge(&fields).await.map_err(JudgeError::from);
             bar.inc(1);

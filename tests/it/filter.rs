@@ -392,3 +392,85 @@ fn questions_after_the_verdict_multiply_the_confidence_stop_under_even_odds_and_
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("calibrated for another version of the prompt"), "{}", stderr(&out));
 }
+
+/// `git` in `dir`, which must succeed; its output.
+fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn with_fix_facts_comments_the_fix_leaves_alone_or_only_renames_are_dropped_before_the_model() {
+    let s = Scratch::new();
+    // A real repository: the reviewed commit and a fix that changes `clamp`'s bound and renames a
+    // local in `total`, and leaves `greet` as it was.
+    let work = s.path("work");
+    std::fs::create_dir_all(&work).unwrap();
+    git(&work, &["init", "-q", "-b", "main"]);
+    let reviewed = "def greet(name):\n    return 'hi ' + name\n\n\ndef clamp(n, hi):\n    if n > hi:\n        return hi\n    return n\n\n\ndef total(xs):\n    acc = 0\n    for x in xs:\n        acc += x\n    return acc\n";
+    std::fs::write(work.join("m.py"), reviewed).unwrap();
+    git(&work, &["add", "."]);
+    git(&work, &["commit", "-q", "-m", "reviewed"]);
+    let head = git(&work, &["rev-parse", "HEAD"]);
+    let fixed = reviewed.replace("if n > hi:", "if n >= hi:").replace("acc", "sum_");
+    std::fs::write(work.join("m.py"), fixed).unwrap();
+    git(&work, &["commit", "-q", "-am", "fix"]);
+    let fix = git(&work, &["rev-parse", "HEAD"]);
+    git(s.dir.path(), &["clone", "-q", "--bare", "work", "mirrors/o/r.git"]);
+
+    let comment = |text: &str, line: u64, hunk: &str| json!({"text": text, "path": "m.py", "diff_hunk": hunk, "line": line});
+    let record = json!({
+        "instance_id": "o__r-1", "repo": "o/r", "title": "Small helpers", "base_commit": head,
+        "commit_to_review": {"head_commit": head}, "merged_commit": fix,
+        "reference_review_comments": [
+            comment("greet: the greeting should be capitalised", 2, "@@ -0,0 +1,2 @@\n+def greet(name):\n+    return 'hi ' + name"),
+            comment("clamp: an n equal to hi should also return hi", 6, "@@ -0,0 +1,6 @@\n+def greet(name):\n+    return 'hi ' + name\n+\n+\n+def clamp(n, hi):\n+    if n > hi:"),
+            comment("total: call it something clearer than acc", 12, "@@ -0,0 +1,12 @@\n+def greet(name):\n+    return 'hi ' + name\n+\n+\n+def clamp(n, hi):\n+    if n > hi:\n+        return hi\n+    return n\n+\n+\n+def total(xs):\n+    acc = 0"),
+        ]
+    });
+    s.write("items.jsonl", &format!("{record}\n"));
+    s.write(
+        "prompt.md",
+        &with_texts("[system]\nJudge review comments.\n[user]\n{{path}}\n{{diff_hunk}}\n{{comment}}\n"),
+    );
+    let server = Server::responding(|_| {
+        Reply::Answer(
+            "{\"verdict\": \"keep\", \"category\": \"functional correctness\", \"reason\": \"r\"}".into(),
+        )
+    });
+    let pipeline = |fix_facts: bool| {
+        format!(
+            "name: filt\nsource: {{kind: swe-care, path: items.jsonl}}\ndefaults:\n  cache: cache\n  repos: {{url: 'mirrors/{{repo}}.git'}}\n  llm: {{base_url: '{}', model: m, max_retries: 1, backoff_ms: 10}}\nstages:\n  - id: filter\n    kind: review_filter\n    prompt: prompt.md\n    pr_facts: true\n    fix_facts: {fix_facts}\n",
+            server.base_url
+        )
+    };
+    s.write("p.yaml", &pipeline(true));
+    let out = s.curate(&["run", "p.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let asked: Vec<String> = server.requests().iter().map(crate::common::openai::first_user).collect();
+    assert_eq!(asked.len(), 1, "only the comment whose lines the fix changes reaches the model: {asked:?}");
+    assert!(asked[0].contains("clamp:"), "{asked:?}");
+    let report: Value =
+        serde_json::from_slice(&s.curate(&["report", "p.yaml", "--format", "json"]).stdout).unwrap();
+    let reasons: Vec<String> = report["funnel"][1]["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["reason"].as_str().unwrap().to_string())
+        .collect();
+    assert!(reasons.iter().any(|r| r.starts_with("rule `fix untouched`")), "{reasons:?}");
+    assert!(reasons.iter().any(|r| r.starts_with("rule `fix same behaviour`")), "{reasons:?}");
+    assert_eq!(report["funnel"][1]["comments"], 1);
+
+    // Without the setting the fix is not read: all three are asked.
+    s.write("p.yaml", &pipeline(false));
+    let out = s.curate(&["run", "p.yaml", "--state", "plain"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.requests().len(), 3, "the two others asked now, the first replayed from the cache");
+}

@@ -10,6 +10,7 @@
 //!   kind reaches the recorded threshold, not on the word it wrote.
 
 pub mod calibration;
+pub mod fix;
 pub mod rules;
 pub mod suggestion;
 
@@ -79,6 +80,12 @@ pub struct Config {
     /// suggestion when no word says what is wrong).
     #[serde(default)]
     pub pr_facts: bool,
+    /// With `pr_facts`, read what the PR's fix did at the commented lines too ([`fix`]): a comment
+    /// whose lines (and the function or class they are in) the fixed commit leaves as they were,
+    /// or only lays out anew or renames, is dropped. Needs the repository's mirror and the PR's
+    /// fixed commit; without them the fact is unknown and decides nothing.
+    #[serde(default)]
+    pub fix_facts: bool,
     /// Yes-or-no questions asked after the verdict, each a prompt file: with only a `[user]` part
     /// it follows the verdict in the same conversation, with a `[system]` part it stands alone.
     /// The probability of "yes" multiplies the confidence in keeping; once that is under one half,
@@ -106,6 +113,8 @@ pub struct Filter {
     pub prompt_sha256: String,
     /// Facts of the PR decide before the wording (`Config::pr_facts`).
     pr_facts: bool,
+    /// And so does what the fix did at the commented lines (`Config::fix_facts`).
+    fix_facts: bool,
     /// `Config::questions`: each file's stem and template.
     questions: Vec<(String, Template)>,
 }
@@ -169,6 +178,8 @@ pub struct Fields<'a> {
     pub is_reply: Option<bool>,
     /// How many lines the comment is on, when the source says (a suggestion replaces them).
     pub lines: Option<usize>,
+    /// What the PR's fix did at the commented lines.
+    pub fix: fix::FixChange,
 }
 
 /// Words models use for the paper's categories.
@@ -351,6 +362,7 @@ impl Filter {
             texts,
             prompt_sha256,
             pr_facts: config.pr_facts,
+            fix_facts: config.fix_facts,
             questions,
         })
     }
@@ -367,6 +379,7 @@ impl Filter {
             path: fields.path,
             suggestion: change,
             names_a_failure: rules::names_a_failure(fields.comment),
+            fix: if self.fix_facts { fields.fix } else { fix::FixChange::Unknown },
         };
         rules::fact_rule(&facts).or_else(|| {
             rules::drop_rule(fields.comment)
@@ -460,6 +473,8 @@ impl Filter {
 struct ReviewFilter {
     /// Shared with every task's future, which must be 'static.
     filter: Arc<Filter>,
+    /// Where the fix is read from, with `pr_facts` and `fix_facts`.
+    mirrors: Option<Arc<crate::repo::Mirrors>>,
     /// The calibrated keep threshold, when the stage names a calibration.
     threshold: Option<f64>,
 }
@@ -479,6 +494,13 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         ),
         None => None,
     };
+    if config.fix_facts && !config.pr_facts {
+        return Err(ConfigError::new(
+            "fix_facts",
+            "is read with the other facts of the PR: set `pr_facts: true` too",
+        ));
+    }
+    let mirrors = config.fix_facts.then(|| ctx.mirrors.clone());
     let mut files = vec![config.prompt.to_string_lossy().into_owned()];
     files.extend(config.calibration.iter().map(|c| c.to_string_lossy().into_owned()));
     files.extend(config.questions.iter().map(|q| q.to_string_lossy().into_owned()));
@@ -490,7 +512,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
         unhashed: &["llm"],
         provides: Some(contract::FilterVerdict::NAME),
         ..StageDef::new(
-            Arc::new(ReviewFilter { filter: Arc::new(filter), threshold }),
+            Arc::new(ReviewFilter { filter: Arc::new(filter), threshold, mirrors }),
             2,
             Scope::Comment,
             Resource::Llm,
@@ -500,7 +522,7 @@ pub fn build(ctx: &StageContext, config: &Mapping) -> Result<StageDef, ConfigErr
 
 impl Stage for ReviewFilter {
     fn run(&self, input: TaskInput) -> TaskFuture {
-        let (filter, threshold) = (self.filter.clone(), self.threshold);
+        let (filter, threshold, mirrors) = (self.filter.clone(), self.threshold, self.mirrors.clone());
         Box::pin(async move {
             let comment: ReviewComment = match serde_json::from_value(input.item.data.clone()) {
                 Ok(c) => c,
@@ -508,6 +530,15 @@ impl Stage for ReviewFilter {
             };
             let pr: Option<PullRequest> =
                 input.pr.as_ref().and_then(|p| serde_json::from_value(p.data.clone()).ok());
+            let fix = match (mirrors, &pr) {
+                (Some(mirrors), Some(pr)) => {
+                    let (pr, comment) = (pr.clone(), comment.clone());
+                    tokio::task::spawn_blocking(move || fix_at_comment(&mirrors, &pr, &comment))
+                        .await
+                        .unwrap_or(fix::FixChange::Unknown)
+                }
+                _ => fix::FixChange::Unknown,
+            };
             let fields = Fields {
                 pr_title: pr.as_ref().map_or("", |p| p.title.as_str()),
                 path: comment.path.as_deref().unwrap_or(""),
@@ -519,6 +550,7 @@ impl Stage for ReviewFilter {
                     .line
                     .zip(comment.start_line)
                     .map(|(end, start)| (end + 1).saturating_sub(start) as usize),
+                fix,
             };
             match filter.judge(&fields).await {
                 Ok(Judgement::Rule(rule)) => {
@@ -546,6 +578,40 @@ impl Stage for ReviewFilter {
                 Err(e) => Outcome::from(Err::<serde_json::Value, super::TaskError>(e.into())),
             }
         })
+    }
+}
+
+/// What the PR's fixed commit did at `comment`'s lines, placed as the context stage places them:
+/// [`fix::FixChange::Unknown`] when the PR names no fixed commit or the file or the lines cannot
+/// be read.
+fn fix_at_comment(
+    mirrors: &crate::repo::Mirrors,
+    pr: &PullRequest,
+    comment: &ReviewComment,
+) -> fix::FixChange {
+    use crate::repo::PathFate;
+    let unknown = fix::FixChange::Unknown;
+    let (Some(path), Some(fixed)) = (comment.path.as_deref(), pr.fixed_commit.as_deref()) else {
+        return unknown;
+    };
+    let Ok(mirror) = mirrors.open(&pr.repo, &[&pr.head_commit, fixed]) else { return unknown };
+    let Ok(Some(before)) = mirror.file_at(&pr.head_commit, path) else { return unknown };
+    let fixed_path = match mirror.fate(&pr.head_commit, fixed, path) {
+        Ok(PathFate::Same) => path.to_string(),
+        Ok(PathFate::Renamed(to)) => to,
+        // A fix that deletes the file changes what runs there.
+        Ok(PathFate::Deleted) => return fix::FixChange::Behaviour,
+        Err(_) => return unknown,
+    };
+    let Ok(Some(after)) = mirror.file_at(fixed, &fixed_path) else { return unknown };
+    let Ok(text) = std::str::from_utf8(&before) else { return unknown };
+    let Ok(aligned) = crate::repo::align::align(comment, text) else { return unknown };
+    match crate::repo::workspace::file_diff(path, Some(&before), &after) {
+        Ok(diff) => {
+            let definition = fix::enclosing_definition(text, aligned.start, aligned.end);
+            fix::change_near(&diff, path, (aligned.start, aligned.end), definition)
+        }
+        Err(_) => unknown,
     }
 }
 

@@ -9,6 +9,8 @@
 //! its own (it shows a change but does not say what is wrong; most such blocks are taste). They
 //! trade a little recall for precision, which is the filter's bar.
 
+use super::fix::FixChange;
+
 /// A rule that fired: its name and the reason it gives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rule {
@@ -36,6 +38,14 @@ const THREAD_REPLY: Rule =
 const PAGE: Rule = Rule {
     name: "documentation page",
     reason: "on a documentation page: prose that no test of the code runs",
+};
+const FIX_UNTOUCHED: Rule = Rule {
+    name: "fix untouched",
+    reason: "the PR's fix leaves the commented lines as they were: nothing there to test",
+};
+const FIX_SAME: Rule = Rule {
+    name: "fix same behaviour",
+    reason: "the PR's fix only lays out or renames the commented lines: the same behaviour",
 };
 const VAGUE: Rule = Rule { name: "vague", reason: "hedged, naming no code, value or failing case" };
 const SAME_BEHAVIOUR: Rule = Rule {
@@ -257,6 +267,8 @@ pub struct Facts<'a> {
     pub suggestion: super::suggestion::Change,
     /// Whether its own words name a failure ([`names_a_failure`]).
     pub names_a_failure: bool,
+    /// What the PR's fix did at the commented lines.
+    pub fix: super::fix::FixChange,
 }
 
 /// Extensions of documentation pages: prose that no test of the code runs. Not `.txt`, which
@@ -278,6 +290,11 @@ pub fn fact_rule(facts: &Facts<'_>) -> Option<Rule> {
     }
     if facts.is_reply == Some(true) {
         return Some(THREAD_REPLY);
+    }
+    match facts.fix {
+        FixChange::Untouched => return Some(FIX_UNTOUCHED),
+        FixChange::Layout | FixChange::Renamed => return Some(FIX_SAME),
+        FixChange::Unknown | FixChange::Behaviour => {}
     }
     // A page whose example fails ("the flag is `--after`, not `--since`: the example fails") is
     // checked by running it, so such a comment is left to the model.
@@ -406,8 +423,15 @@ mod tests {
     fn facts_of_the_pr_drop_answers_documentation_pages_and_layout_only_suggestions() {
         use super::super::suggestion::Change;
         let facts = |by_pr_author, is_reply, path, suggestion| {
-            fact_rule(&Facts { by_pr_author, is_reply, path, suggestion, names_a_failure: false })
-                .map(|r| r.name)
+            fact_rule(&Facts {
+                by_pr_author,
+                is_reply,
+                path,
+                suggestion,
+                names_a_failure: false,
+                fix: FixChange::Unknown,
+            })
+            .map(|r| r.name)
         };
         assert_eq!(facts(Some(true), None, "a.py", Change::Tokens), Some("author"), "whatever it says");
         assert_eq!(facts(Some(false), Some(true), "a.py", Change::Tokens), Some("thread reply"));
@@ -428,8 +452,15 @@ mod tests {
             path: "README.md",
             suggestion: Change::Unknown,
             names_a_failure: names_a_failure("the flag is `--after`, not `--since`: the example fails"),
+            fix: FixChange::Unknown,
         };
         assert_eq!(fact_rule(&failing), None, "a page example that fails is left to the model");
+        let fixed = |fix| fact_rule(&Facts { fix, path: "a.py", ..failing }).map(|r| r.name);
+        assert_eq!(fixed(FixChange::Untouched), Some("fix untouched"));
+        assert_eq!(fixed(FixChange::Renamed), Some("fix same behaviour"));
+        assert_eq!(fixed(FixChange::Layout), Some("fix same behaviour"));
+        assert_eq!(fixed(FixChange::Behaviour), None);
+        assert_eq!(fixed(FixChange::Unknown), None);
         assert!(
             !names_a_failure("I'd reword this paragraph\n```\nfails\n```"),
             "a code block is not the comment's words"

@@ -156,14 +156,14 @@ fn block(comment: &str) -> Option<String> {
 /// (C and its kin, Go, Rust, Java, JavaScript). Python's `//` is floor division, so it is only a
 /// comment where `#` is not one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Comments {
+pub(super) enum Comments {
     Hash,
     Slashes,
     None,
 }
 
 impl Comments {
-    fn of(path: &str) -> Comments {
+    pub(super) fn of(path: &str) -> Comments {
         let ext = path.rsplit_once('.').map_or("", |(_, e)| e);
         match ext {
             "py" | "pyi" | "rb" | "sh" | "bash" | "yaml" | "yml" | "toml" | "cfg" | "ini" | "r" | "pl" => {
@@ -179,7 +179,7 @@ impl Comments {
 /// The tokens of `code`: identifiers and numbers as written, a string literal by its contents
 /// (either quote), every other character but whitespace alone; comments and a comma right before
 /// a closing bracket or the end left out.
-fn tokens(code: &str, comments: Comments) -> Vec<String> {
+pub(super) fn tokens(code: &str, comments: Comments) -> Vec<String> {
     let chars: Vec<char> = code.chars().collect();
     let mut out: Vec<String> = Vec::new();
     let mut i = 0;

@@ -1,0 +1,291 @@
+//! What the PR's fix did to the commented lines (issue 27): a fact of the PR, read from git, that
+//! the wording cannot give. A comment whose lines the fix leaves as they were was not acted on
+//! there; one whose lines the fix only lays out anew or renames asked for the same behaviour
+//! written another way. Neither can yield a test that fails on the reviewed code and passes on the
+//! fixed code at that place.
+//!
+//! The input is the unified diff of the commented file from the reviewed commit to the fixed one
+//! (empty when the fix left the file alone), and the commented lines' span in the reviewed file.
+
+use super::suggestion::{Comments, tokens};
+use crate::repo::hunks;
+
+/// Lines above and below the commented ones whose change still counts as a change at the comment:
+/// a fix often lands on the line after the one commented (a missing check, a `return` added).
+pub const NEAR: u64 = 3;
+
+/// What the fix did at the commented lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FixChange {
+    /// No fixed side, no diff, or the commented lines could not be placed.
+    Unknown,
+    /// The fix changed nothing within [`NEAR`] lines of the commented ones.
+    Untouched,
+    /// It changed only layout: the same tokens (whitespace, line breaks, quotes, comments, a
+    /// trailing comma).
+    Layout,
+    /// It renamed: the same tokens but for names, each old name swapped for one new name wherever
+    /// it occurs, and each of them bound there or used more than once (a variable's rename, not
+    /// one call swapped for another).
+    Renamed,
+    /// Other tokens: what runs may differ.
+    Behaviour,
+}
+
+/// What the fix, given as `diff` (reviewed to fixed, of the commented file at `path`), did at
+/// lines `start..=end` of the reviewed file: within [`NEAR`] lines of them, or else anywhere in
+/// `definition` (the lines of the function or class they are in, when known: a comment on a
+/// `def` line asking for an empty case is answered by a check at the body's top).
+pub fn change_near(
+    diff: &str,
+    path: &str,
+    (start, end): (u64, u64),
+    definition: Option<(u64, u64)>,
+) -> FixChange {
+    let all = hunks::parse(diff);
+    let within = |(from, to): (u64, u64)| -> Vec<&hunks::Hunk> {
+        all.iter()
+            .filter(|h| {
+                let (first, last) = h.changed_span();
+                first <= to && last >= from
+            })
+            .collect()
+    };
+    let mut near = within((start.saturating_sub(NEAR), end + NEAR));
+    if near.is_empty() {
+        near = definition.map(within).unwrap_or_default();
+    }
+    if near.is_empty() {
+        return FixChange::Untouched;
+    }
+    let joined =
+        |lines: &[(u64, String)]| lines.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>().join("\n");
+    let comments = Comments::of(path);
+    let removed: Vec<String> = near.iter().flat_map(|h| tokens(&joined(&h.removed), comments)).collect();
+    let added: Vec<String> = near.iter().flat_map(|h| tokens(&joined(&h.added), comments)).collect();
+    if removed == added {
+        FixChange::Layout
+    } else if renamed(&removed, &added) {
+        FixChange::Renamed
+    } else {
+        FixChange::Behaviour
+    }
+}
+
+/// Words of the languages curate reads that are not names: swapping one (`and` for `or`, `is` for
+/// `is not`) changes what runs.
+const KEYWORDS: [&str; 40] = [
+    "and", "or", "not", "is", "in", "if", "else", "elif", "for", "while", "return", "yield", "def", "class",
+    "lambda", "with", "as", "try", "except", "finally", "raise", "import", "from", "pass", "break",
+    "continue", "await", "async", "True", "False", "None", "true", "false", "null", "nil", "let", "const",
+    "var", "fn", "func",
+];
+
+fn is_name(token: &str) -> bool {
+    token.starts_with(|c: char| c.is_alphabetic() || c == '_') && !KEYWORDS.contains(&token)
+}
+
+/// Whether `after` is `before` with names swapped consistently (see [`FixChange::Renamed`]).
+fn renamed(before: &[String], after: &[String]) -> bool {
+    if before.len() != after.len() {
+        return false;
+    }
+    let mut swaps: Vec<(&str, &str)> = Vec::new();
+    for (old, new) in before.iter().zip(after) {
+        if old == new {
+            continue;
+        }
+        if !is_name(old) || !is_name(new) {
+            return false;
+        }
+        match swaps.iter().find(|(o, n)| o == old || n == new) {
+            Some((o, n)) if (o, n) == (&old.as_str(), &new.as_str()) => {}
+            Some(_) => return false,
+            None => swaps.push((old, new)),
+        }
+    }
+    // A name the change never uses itself must keep its spelling elsewhere in the lines: one
+    // occurrence swapped for another name is another call or attribute, which may behave otherwise.
+    let bound = |name: &str| {
+        let at: Vec<usize> = before.iter().enumerate().filter(|(_, t)| *t == name).map(|(i, _)| i).collect();
+        at.len() > 1
+            || at.iter().any(|&i| {
+                let previous = i.checked_sub(1).map(|p| before[p].as_str());
+                let next = before.get(i + 1).map(String::as_str);
+                let after_next = before.get(i + 2).map(String::as_str);
+                matches!(
+                    previous,
+                    Some("def" | "class" | "fn" | "func" | "let" | "var" | "const" | "as" | "for")
+                ) || (next == Some("=") && after_next != Some("="))
+            })
+    };
+    // A new name the lines already used merges two variables into one.
+    let fresh = |new: &str| !before.iter().any(|t| t == new) || swaps.iter().any(|(o, _)| *o == new);
+    !swaps.is_empty() && swaps.iter().all(|(old, new)| bound(old) && fresh(new))
+}
+
+/// Words that open a function or class in the languages curate reads.
+const DEFINITIONS: [&str; 7] = ["def ", "async def ", "class ", "fn ", "func ", "function ", "pub fn "];
+
+fn indent(line: &str) -> usize {
+    line.len() - line.trim_start().len()
+}
+
+/// The lines (from 1) of the innermost function or class of `text` that holds lines
+/// `start..=end`, read by indentation: the nearest line at or above `start` that opens one less
+/// indented than the line commented (or the commented line itself), to the last line before the
+/// next one indented no deeper than it.
+pub fn enclosing_definition(text: &str, start: u64, end: u64) -> Option<(u64, u64)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let at = (start as usize).checked_sub(1).filter(|&i| i < lines.len())?;
+    let opens = |l: &str| DEFINITIONS.iter().any(|d| l.trim_start().starts_with(d));
+    let commented = indent(lines[at]);
+    let head = (0..=at).rev().find(|&i| {
+        let l = lines[i];
+        opens(l) && (i == at || (indent(l) < commented && !l.trim().is_empty()))
+    })?;
+    let depth = indent(lines[head]);
+    // A signature over several lines ends at the first line after the head that is deeper.
+    let body_end = (head + 1..lines.len())
+        .find(|&i| {
+            let l = lines[i];
+            !l.trim().is_empty() && indent(l) <= depth && !l.trim_start().starts_with([')', ']', '}'])
+        })
+        .unwrap_or(lines.len());
+    let last = (head + 1..body_end).rev().find(|&i| !lines[i].trim().is_empty()).unwrap_or(head);
+    ((last + 1) as u64 >= end).then_some(((head + 1) as u64, (last + 1) as u64))
+}
+
+/// The reviewed file, when `diff` shows all of it: one hunk from its first line, as `git diff
+/// --unified=N` writes it with N at least the file's length (the old side: context and removed
+/// lines). A gold row's fix diff made so lets the commented lines be placed and their definition
+/// read as the stage does from the mirror.
+pub fn reviewed_text(diff: &str) -> Option<String> {
+    let mut lines = diff.lines().skip_while(|l| !l.starts_with("@@ "));
+    let header = lines.next()?;
+    if !header.starts_with("@@ -1,") && !header.starts_with("@@ -1 ") {
+        return None;
+    }
+    let mut old = Vec::new();
+    for line in lines {
+        match line.chars().next() {
+            Some(' ') | Some('-') => old.push(&line[1..]),
+            None => old.push(""),
+            Some('+') | Some('\\') => {}
+            // A second hunk: lines between the two are not shown.
+            _ => return None,
+        }
+    }
+    let mut text = old.join("\n");
+    text.push('\n');
+    Some(text)
+}
+
+/// The commented lines' span in the reviewed file from a diff hunk alone (its header and lines,
+/// ending at the commented line), for a row that carries no reviewed file: the last line's number
+/// on its side, and `start` when the row names one.
+pub fn span_of_hunk(diff_hunk: &str, start: Option<u64>) -> Option<(u64, u64)> {
+    let mut lines = diff_hunk.lines();
+    let header = lines.next()?;
+    let inner = header.strip_prefix("@@ ")?.split(" @@").next()?;
+    let mut parts = inner.split_whitespace();
+    let old: u64 = parts.next()?.strip_prefix('-')?.split(',').next()?.parse().ok()?;
+    let new: u64 = parts.next()?.strip_prefix('+')?.split(',').next()?.parse().ok()?;
+    let (mut old_line, mut new_line, mut end) = (old, new, None);
+    for line in lines {
+        match line.chars().next() {
+            Some('-') => {
+                end = Some(old_line);
+                old_line += 1;
+            }
+            Some('+') => {
+                end = Some(new_line);
+                new_line += 1;
+            }
+            Some('\\') => {}
+            _ => {
+                end = Some(new_line);
+                old_line += 1;
+                new_line += 1;
+            }
+        }
+    }
+    let end = end?;
+    Some((start.filter(|s| *s <= end).unwrap_or(end), end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A diff of `path` with one git hunk starting at `line` on both sides.
+    fn diff(line: u64, body: &str) -> String {
+        let old = body.lines().filter(|l| !l.starts_with('+')).count();
+        let new = body.lines().filter(|l| !l.starts_with('-')).count();
+        format!("diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -{line},{old} +{line},{new} @@\n{body}")
+    }
+
+    #[test]
+    fn a_fix_elsewhere_in_the_file_leaves_the_comment_untouched() {
+        let d = diff(40, " a = 1\n-b = 2\n+b = 3\n c = 4\n");
+        assert_eq!(change_near(&d, "m.py", (10, 10), None), FixChange::Untouched);
+        assert_eq!(change_near("", "m.py", (10, 10), None), FixChange::Untouched);
+        // Three lines away still counts: the check the reviewer asked for lands below the line.
+        assert_eq!(change_near(&d, "m.py", (38, 38), None), FixChange::Behaviour);
+        // Further away, inside the commented definition: the empty case checked at its top.
+        assert_eq!(change_near(&d, "m.py", (30, 30), Some((30, 45))), FixChange::Behaviour);
+        assert_eq!(change_near(&d, "m.py", (30, 30), Some((30, 35))), FixChange::Untouched);
+    }
+
+    #[test]
+    fn the_definition_around_the_commented_lines_is_read_by_indentation() {
+        let text = "import os\n\ndef f(a,\n      b):\n    x = 1\n\n    return x\n\n\nclass C:\n    def g(self):\n        pass\n    y = 2\n";
+        assert_eq!(enclosing_definition(text, 5, 5), Some((3, 7)), "a body line");
+        assert_eq!(enclosing_definition(text, 3, 3), Some((3, 7)), "the def line itself");
+        assert_eq!(enclosing_definition(text, 12, 12), Some((11, 12)), "the innermost");
+        assert_eq!(enclosing_definition(text, 13, 13), Some((10, 13)), "the class around a field");
+        assert_eq!(enclosing_definition(text, 1, 1), None, "top-level code");
+    }
+
+    #[test]
+    fn layout_renames_and_behaviour_are_told_apart() {
+        let layout = diff(10, "-x = f(a,b)\n+x = f(\n+    a, b,\n+)\n");
+        assert_eq!(change_near(&layout, "m.py", (10, 10), None), FixChange::Layout);
+        let quotes_and_comment = diff(10, "-y = 'a'  # old\n+y = \"a\"\n");
+        assert_eq!(change_near(&quotes_and_comment, "m.py", (10, 10), None), FixChange::Layout);
+        let rename = diff(10, "-tmp = load()\n-return tmp\n+data = load()\n+return data\n");
+        assert_eq!(change_near(&rename, "m.py", (10, 11), None), FixChange::Renamed);
+        let bound_once = diff(10, "-for i in items:\n+for item in items:\n");
+        assert_eq!(change_near(&bound_once, "m.py", (10, 10), None), FixChange::Renamed);
+        // One call swapped for another is not a rename: `isfile` is not `exists`.
+        let call = diff(10, "-ok = os.path.exists(p)\n+ok = os.path.isfile(p)\n");
+        assert_eq!(change_near(&call, "m.py", (10, 10), None), FixChange::Behaviour);
+        let keyword = diff(10, "-if a and b:\n+if a or b:\n");
+        assert_eq!(change_near(&keyword, "m.py", (10, 10), None), FixChange::Behaviour);
+        let value = diff(10, "-if n > 0:\n+if n >= 0:\n");
+        assert_eq!(change_near(&value, "m.py", (10, 10), None), FixChange::Behaviour);
+        // Two old names for one new one merge variables: behaviour.
+        let merged = diff(10, "-a = 1\n-b = a\n+a = 1\n+a = a\n");
+        assert_eq!(change_near(&merged, "m.py", (10, 11), None), FixChange::Behaviour);
+    }
+
+    #[test]
+    fn a_diff_with_the_whole_file_as_context_gives_the_reviewed_file() {
+        let whole = "diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1,3 +1,3 @@\n a = 1\n-b = 2\n+b = 3\n c = 4\n";
+        assert_eq!(reviewed_text(whole).as_deref(), Some("a = 1\nb = 2\nc = 4\n"));
+        let part = "--- a/m.py\n+++ b/m.py\n@@ -10,2 +10,2 @@\n-b = 2\n+b = 3\n c = 4\n";
+        assert_eq!(reviewed_text(part), None, "a hunk that starts further down shows part of it");
+        let two = "@@ -1,1 +1,1 @@\n-a\n+b\n@@ -9,1 +9,1 @@\n-c\n+d\n";
+        assert_eq!(reviewed_text(two), None);
+    }
+
+    #[test]
+    fn a_hunk_gives_the_commented_span() {
+        let hunk = "@@ -10,4 +12,5 @@ def f():\n     a = 1\n-    b = 2\n+    b = 3\n+    c = 4\n     d = 5";
+        assert_eq!(span_of_hunk(hunk, None), Some((15, 15)));
+        assert_eq!(span_of_hunk(hunk, Some(13)), Some((13, 15)));
+        // Ending on a removed line: its number on the old side.
+        assert_eq!(span_of_hunk("@@ -3,2 +3,1 @@\n a\n-b", None), Some((4, 4)));
+        assert_eq!(span_of_hunk("no header", None), None);
+    }
+}
