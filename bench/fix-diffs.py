@@ -54,6 +54,9 @@ def holds(text, tail):
 def fix_diff(row):
     owner, name = row["repo"].split("/")
     mirror = MIRRORS.format(owner=owner, name=name, repo=row["repo"])
+    # Some snapshots arrive as a work tree's `.git` rather than a bare directory.
+    if os.path.isdir(os.path.join(mirror, ".git")):
+        mirror = os.path.join(mirror, ".git")
     if not os.path.isdir(mirror):
         return None, "no mirror"
     head = git(mirror, "rev-parse", "--verify", "-q", f"refs/pull/{row['pr']}/head", check=False)

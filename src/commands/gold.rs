@@ -14,7 +14,6 @@ use super::{Failure, exit};
 use crate::engine::spec::parse_config;
 use crate::llm::LlmError;
 use crate::record::ReviewComment;
-use crate::repo::align::align;
 use crate::stages::review_filter::calibration::{self, Calibration, Confusion};
 use crate::stages::review_filter::fix::{self, FixChange};
 use crate::stages::review_filter::{Config, Fields, Filter, Judgement};
@@ -54,27 +53,20 @@ impl GoldComment {
     /// comment's, and only the lines near it count.
     fn fix(&self) -> FixChange {
         let Some(diff) = self.fix_diff.as_deref() else { return FixChange::Unknown };
-        if let Some(text) = fix::reviewed_text(diff) {
-            let comment = ReviewComment {
-                text: self.comment.clone(),
-                path: Some(self.path.clone()),
-                diff_hunk: Some(self.diff_hunk.clone()),
-                line: self.line,
-                start_line: None,
-                original_line: None,
-                original_start_line: None,
-                index: 1,
-                by_pr_author: self.by_pr_author,
-                is_reply: self.is_reply,
-                extra: Default::default(),
-            };
-            if let Ok(at) = align(&comment, &text) {
-                let definition = fix::enclosing_definition(&text, at.start, at.end);
-                return fix::change_near(diff, &self.path, (at.start, at.end), definition);
-            }
-        }
-        fix::span_of_hunk(&self.diff_hunk, None)
-            .map_or(FixChange::Unknown, |span| fix::change_near(diff, &self.path, span, None))
+        let comment = ReviewComment {
+            text: self.comment.clone(),
+            path: Some(self.path.clone()),
+            diff_hunk: Some(self.diff_hunk.clone()),
+            line: self.line,
+            start_line: None,
+            original_line: None,
+            original_start_line: None,
+            index: 1,
+            by_pr_author: self.by_pr_author,
+            is_reply: self.is_reply,
+            extra: Default::default(),
+        };
+        fix::at_comment(diff, &comment)
     }
 }
 

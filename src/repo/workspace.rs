@@ -147,6 +147,23 @@ pub fn file_diff(path: &str, old: Option<&[u8]>, new: &[u8]) -> Result<String, R
     Ok(String::from_utf8_lossy(&text).into_owned())
 }
 
+/// The diff of `path` from `old` to `new` with every line of the file as context (one hunk from
+/// line 1, both files readable back from it); empty when they are the same.
+pub fn whole_file_diff(path: &str, old: &[u8], new: &[u8]) -> Result<String, RepoError> {
+    if old == new {
+        return Ok(String::new());
+    }
+    let lines = old.iter().chain(new).filter(|b| **b == b'\n').count() + 1;
+    let failed = |e: git2::Error| RepoError::Git { repo: path.to_string(), error: e.message().to_string() };
+    let mut options = DiffOptions::new();
+    options.context_lines(u32::try_from(lines).unwrap_or(u32::MAX));
+    let mut patch =
+        git2::Patch::from_buffers(old, Some(Path::new(path)), new, Some(Path::new(path)), Some(&mut options))
+            .map_err(failed)?;
+    let text = patch.to_buf().map_err(failed)?;
+    Ok(String::from_utf8_lossy(&text).into_owned())
+}
+
 /// The diff that makes file `path` with `text`, with git's headers for a new file.
 fn new_file_diff(path: &str, text: &str) -> String {
     let lines: Vec<&str> = text.lines().collect();

@@ -8,6 +8,8 @@
 //! (empty when the fix left the file alone), and the commented lines' span in the reviewed file.
 
 use super::suggestion::{Comments, tokens};
+use crate::record::ReviewComment;
+use crate::repo::align::align;
 use crate::repo::hunks;
 
 /// Lines above and below the commented ones whose change still counts as a change at the comment:
@@ -28,6 +30,8 @@ pub enum FixChange {
     /// it occurs, and each of them bound there or used more than once (a variable's rename, not
     /// one call swapped for another).
     Renamed,
+    /// Only Python docstrings changed (and maybe layout and comments): prose no test runs.
+    Documentation,
     /// Other tokens: what runs may differ.
     Behaviour,
 }
@@ -41,6 +45,17 @@ pub fn change_near(
     path: &str,
     (start, end): (u64, u64),
     definition: Option<(u64, u64)>,
+) -> FixChange {
+    change_near_with(diff, path, (start, end), definition, None)
+}
+
+/// [`change_near`], with each side's docstring lines ([`docstring_lines`]) when they are known.
+fn change_near_with(
+    diff: &str,
+    path: &str,
+    (start, end): (u64, u64),
+    definition: Option<(u64, u64)>,
+    docstrings: Option<(&[bool], &[bool])>,
 ) -> FixChange {
     let all = hunks::parse(diff);
     let within = |(from, to): (u64, u64)| -> Vec<&hunks::Hunk> {
@@ -58,18 +73,76 @@ pub fn change_near(
     if near.is_empty() {
         return FixChange::Untouched;
     }
-    let joined =
-        |lines: &[(u64, String)]| lines.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>().join("\n");
+    let joined = |lines: &[(u64, String)], skip: &dyn Fn(u64) -> bool| {
+        lines.iter().filter(|(n, _)| !skip(*n)).map(|(_, t)| t.as_str()).collect::<Vec<_>>().join("\n")
+    };
     let comments = Comments::of(path);
-    let removed: Vec<String> = near.iter().flat_map(|h| tokens(&joined(&h.removed), comments)).collect();
-    let added: Vec<String> = near.iter().flat_map(|h| tokens(&joined(&h.added), comments)).collect();
+    let code = |side: fn(&hunks::Hunk) -> &Vec<(u64, String)>, skip: &dyn Fn(u64) -> bool| -> Vec<String> {
+        near.iter().flat_map(|h| tokens(&joined(side(h), skip), comments)).collect()
+    };
+    let all_lines = |_: u64| false;
+    let (removed, added) = (code(|h| &h.removed, &all_lines), code(|h| &h.added, &all_lines));
     if removed == added {
-        FixChange::Layout
-    } else if renamed(&removed, &added) {
-        FixChange::Renamed
-    } else {
-        FixChange::Behaviour
+        return FixChange::Layout;
     }
+    if renamed(&removed, &added) {
+        return FixChange::Renamed;
+    }
+    if let Some((old, new)) = docstrings {
+        let marked = |map: &[bool], n: u64| {
+            (n as usize).checked_sub(1).and_then(|i| map.get(i)).copied().unwrap_or(false)
+        };
+        let (in_old, in_new) = (|n| marked(old, n), |n| marked(new, n));
+        if code(|h| &h.removed, &in_old) == code(|h| &h.added, &in_new) {
+            return FixChange::Documentation;
+        }
+    }
+    FixChange::Behaviour
+}
+
+/// What the fix did at `comment`, from `diff`, the commented file's diff from the reviewed commit
+/// to the fix (empty: the file was left alone). Where the diff shows the whole file
+/// ([`reviewed_text`]) the comment is placed in it as the context stage places it, the function or
+/// class around it is read, and, in Python, its docstrings; otherwise the hunk's last line is the
+/// comment's and only the lines near it count.
+pub fn at_comment(diff: &str, comment: &ReviewComment) -> FixChange {
+    let path = comment.path.as_deref().unwrap_or("");
+    if diff.trim().is_empty() {
+        return FixChange::Untouched;
+    }
+    if let Some((old, new)) = whole_sides(diff)
+        && let Ok(at) = align(comment, &old)
+    {
+        let definition = enclosing_definition(&old, at.start, at.end);
+        let python = matches!(path.rsplit_once('.').map(|(_, e)| e), Some("py" | "pyi" | "pyx"));
+        let marks = python.then(|| (docstring_lines(&old), docstring_lines(&new)));
+        let docstrings = marks.as_ref().map(|(o, n)| (o.as_slice(), n.as_slice()));
+        return change_near_with(diff, path, (at.start, at.end), definition, docstrings);
+    }
+    span_of_hunk(comment.diff_hunk.as_deref().unwrap_or(""), None)
+        .map_or(FixChange::Unknown, |span| change_near(diff, path, span, None))
+}
+
+/// Per line of Python `source` (from 0), whether it is part of a docstring: a triple-quoted string
+/// that is a statement of its own, not a value assigned or passed.
+pub fn docstring_lines(source: &str) -> Vec<bool> {
+    let mut open: Option<bool> = None;
+    source
+        .lines()
+        .map(|line| {
+            let t = line.trim();
+            let quotes = t.matches("\"\"\"").count() + t.matches("'''").count();
+            let bare = ["\"\"\"", "'''", "r\"\"\"", "r'''"].iter().any(|q| t.starts_with(q));
+            let doc = open.unwrap_or(quotes > 0 && bare);
+            if quotes % 2 == 1 {
+                open = match open {
+                    Some(_) => None,
+                    None => Some(bare),
+                };
+            }
+            doc
+        })
+        .collect()
 }
 
 /// Words of the languages curate reads that are not names: swapping one (`and` for `or`, `is` for
@@ -161,24 +234,36 @@ pub fn enclosing_definition(text: &str, start: u64, end: u64) -> Option<(u64, u6
 /// lines). A gold row's fix diff made so lets the commented lines be placed and their definition
 /// read as the stage does from the mirror.
 pub fn reviewed_text(diff: &str) -> Option<String> {
+    whole_sides(diff).map(|(old, _)| old)
+}
+
+/// Both sides of a diff that shows the whole file (see [`reviewed_text`]).
+fn whole_sides(diff: &str) -> Option<(String, String)> {
     let mut lines = diff.lines().skip_while(|l| !l.starts_with("@@ "));
     let header = lines.next()?;
     if !header.starts_with("@@ -1,") && !header.starts_with("@@ -1 ") {
         return None;
     }
-    let mut old = Vec::new();
+    let (mut old, mut new) = (Vec::new(), Vec::new());
     for line in lines {
         match line.chars().next() {
-            Some(' ') | Some('-') => old.push(&line[1..]),
-            None => old.push(""),
-            Some('+') | Some('\\') => {}
+            Some(' ') => {
+                old.push(&line[1..]);
+                new.push(&line[1..]);
+            }
+            None => {
+                old.push("");
+                new.push("");
+            }
+            Some('-') => old.push(&line[1..]),
+            Some('+') => new.push(&line[1..]),
+            Some('\\') => {}
             // A second hunk: lines between the two are not shown.
             _ => return None,
         }
     }
-    let mut text = old.join("\n");
-    text.push('\n');
-    Some(text)
+    let text = |lines: Vec<&str>| lines.iter().map(|l| format!("{l}\n")).collect::<String>();
+    Some((text(old), text(new)))
 }
 
 /// The commented lines' span in the reviewed file from a diff hunk alone (its header and lines,
@@ -277,6 +362,49 @@ mod tests {
         assert_eq!(reviewed_text(part), None, "a hunk that starts further down shows part of it");
         let two = "@@ -1,1 +1,1 @@\n-a\n+b\n@@ -9,1 +9,1 @@\n-c\n+d\n";
         assert_eq!(reviewed_text(two), None);
+    }
+
+    /// A comment on line `line` of `m.py`, its hunk the file's first `line` lines as added.
+    fn comment_on(reviewed: &str, line: u64) -> ReviewComment {
+        let shown: Vec<String> = reviewed.lines().take(line as usize).map(|l| format!("+{l}")).collect();
+        ReviewComment {
+            text: "c".into(),
+            path: Some("m.py".into()),
+            diff_hunk: Some(format!("@@ -0,0 +1,{line} @@\n{}", shown.join("\n"))),
+            line: Some(line),
+            start_line: None,
+            original_line: None,
+            original_start_line: None,
+            index: 1,
+            by_pr_author: None,
+            is_reply: None,
+            extra: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_whole_file_diff_places_the_comment_and_tells_docstrings_from_code() {
+        let reviewed =
+            "def f(force):\n    \"\"\"Overwrite.\n\n    force: whether to.\n    \"\"\"\n    return force\n";
+        let diff = |fixed: &str| {
+            crate::repo::workspace::whole_file_diff("m.py", reviewed.as_bytes(), fixed.as_bytes()).unwrap()
+        };
+        let documented = reviewed.replace("whether to.", "whether to overwrite\n        existing files.");
+        assert_eq!(at_comment(&diff(&documented), &comment_on(reviewed, 4)), FixChange::Documentation);
+        let changed = reviewed.replace("return force", "return not force");
+        assert_eq!(at_comment(&diff(&changed), &comment_on(reviewed, 4)), FixChange::Behaviour);
+        let both = documented.replace("return force", "return not force");
+        assert_eq!(at_comment(&diff(&both), &comment_on(reviewed, 4)), FixChange::Behaviour);
+        assert_eq!(at_comment("", &comment_on(reviewed, 4)), FixChange::Untouched);
+        // A string that code assigns is a value, not a docstring.
+        let assigned = "MESSAGE = \"\"\"hello\n\"\"\"\n";
+        let fixed = diff_of(assigned, &assigned.replace("hello", "bye"));
+        assert_eq!(at_comment(&fixed, &comment_on(assigned, 1)), FixChange::Behaviour);
+        assert_eq!(docstring_lines(reviewed), [false, true, true, true, true, false]);
+    }
+
+    fn diff_of(old: &str, new: &str) -> String {
+        crate::repo::workspace::whole_file_diff("m.py", old.as_bytes(), new.as_bytes()).unwrap()
     }
 
     #[test]

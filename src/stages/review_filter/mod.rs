@@ -604,13 +604,8 @@ fn fix_at_comment(
         Err(_) => return unknown,
     };
     let Ok(Some(after)) = mirror.file_at(fixed, &fixed_path) else { return unknown };
-    let Ok(text) = std::str::from_utf8(&before) else { return unknown };
-    let Ok(aligned) = crate::repo::align::align(comment, text) else { return unknown };
-    match crate::repo::workspace::file_diff(path, Some(&before), &after) {
-        Ok(diff) => {
-            let definition = fix::enclosing_definition(text, aligned.start, aligned.end);
-            fix::change_near(&diff, path, (aligned.start, aligned.end), definition)
-        }
+    match crate::repo::workspace::whole_file_diff(path, &before, &after) {
+        Ok(diff) => fix::at_comment(&diff, comment),
         Err(_) => unknown,
     }
 }

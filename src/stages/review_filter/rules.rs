@@ -47,6 +47,10 @@ const FIX_SAME: Rule = Rule {
     name: "fix same behaviour",
     reason: "the PR's fix only lays out or renames the commented lines: the same behaviour",
 };
+const FIX_DOCUMENTATION: Rule = Rule {
+    name: "fix documentation only",
+    reason: "the PR's fix changes only docstrings or comments at the commented lines: no test runs them",
+};
 const VAGUE: Rule = Rule { name: "vague", reason: "hedged, naming no code, value or failing case" };
 const SAME_BEHAVIOUR: Rule = Rule {
     name: "same behaviour",
@@ -294,6 +298,7 @@ pub fn fact_rule(facts: &Facts<'_>) -> Option<Rule> {
     match facts.fix {
         FixChange::Untouched => return Some(FIX_UNTOUCHED),
         FixChange::Layout | FixChange::Renamed => return Some(FIX_SAME),
+        FixChange::Documentation => return Some(FIX_DOCUMENTATION),
         FixChange::Unknown | FixChange::Behaviour => {}
     }
     // A page whose example fails ("the flag is `--after`, not `--since`: the example fails") is
@@ -459,6 +464,7 @@ mod tests {
         assert_eq!(fixed(FixChange::Untouched), Some("fix untouched"));
         assert_eq!(fixed(FixChange::Renamed), Some("fix same behaviour"));
         assert_eq!(fixed(FixChange::Layout), Some("fix same behaviour"));
+        assert_eq!(fixed(FixChange::Documentation), Some("fix documentation only"));
         assert_eq!(fixed(FixChange::Behaviour), None);
         assert_eq!(fixed(FixChange::Unknown), None);
         assert!(
