@@ -37,7 +37,7 @@ pub enum FixChange {
 }
 
 /// What the fix, given as `diff` (reviewed to fixed, of the commented file at `path`), did at
-/// lines `start..=end` of the reviewed file: within [`NEAR`] lines of them, or else anywhere in
+/// lines `start..=end` of the reviewed file: within [`NEAR`] lines of them, and anywhere in
 /// `definition` (the lines of the function or class they are in, when known: a comment on a
 /// `def` line asking for an empty case is answered by a check at the body's top).
 pub fn change_near(
@@ -66,9 +66,13 @@ fn change_near_with(
             })
             .collect()
     };
+    // The lines near the comment and the whole function or class around them: a docstring
+    // reworded next to a `class` line says nothing of what the fix did to the class's methods.
     let mut near = within((start.saturating_sub(NEAR), end + NEAR));
-    if near.is_empty() {
-        near = definition.map(within).unwrap_or_default();
+    for hunk in definition.map(within).unwrap_or_default() {
+        if !near.iter().any(|h| std::ptr::eq(*h, hunk)) {
+            near.push(hunk);
+        }
     }
     if near.is_empty() {
         return FixChange::Untouched;
@@ -181,6 +185,11 @@ fn renamed(before: &[String], after: &[String]) -> bool {
     // occurrence swapped for another name is another call or attribute, which may behave otherwise.
     let bound = |name: &str| {
         let at: Vec<usize> = before.iter().enumerate().filter(|(_, t)| *t == name).map(|(i, _)| i).collect();
+        // An attribute or method (`os.path.exists` to `os.path.isdir`) is another object's name:
+        // swapping it calls something else, however often.
+        if at.iter().any(|&i| i > 0 && before[i - 1] == ".") {
+            return false;
+        }
         at.len() > 1
             || at.iter().any(|&i| {
                 let previous = i.checked_sub(1).map(|p| before[p].as_str());
@@ -206,8 +215,8 @@ fn indent(line: &str) -> usize {
 
 /// The lines (from 1) of the innermost function or class of `text` that holds lines
 /// `start..=end`, read by indentation: the nearest line at or above `start` that opens one less
-/// indented than the line commented (or the commented line itself), to the last line before the
-/// next one indented no deeper than it.
+/// indented than the line commented (or the commented line itself), to the line before the next
+/// one indented no deeper than it (blank lines included).
 pub fn enclosing_definition(text: &str, start: u64, end: u64) -> Option<(u64, u64)> {
     let lines: Vec<&str> = text.lines().collect();
     let at = (start as usize).checked_sub(1).filter(|&i| i < lines.len())?;
@@ -225,7 +234,8 @@ pub fn enclosing_definition(text: &str, start: u64, end: u64) -> Option<(u64, u6
             !l.trim().is_empty() && indent(l) <= depth && !l.trim_start().starts_with([')', ']', '}'])
         })
         .unwrap_or(lines.len());
-    let last = (head + 1..body_end).rev().find(|&i| !lines[i].trim().is_empty()).unwrap_or(head);
+    // The blank lines after its last statement count: a method added at a class's end goes there.
+    let last = body_end.saturating_sub(1).max(head);
     ((last + 1) as u64 >= end).then_some(((head + 1) as u64, (last + 1) as u64))
 }
 
@@ -325,8 +335,8 @@ mod tests {
     #[test]
     fn the_definition_around_the_commented_lines_is_read_by_indentation() {
         let text = "import os\n\ndef f(a,\n      b):\n    x = 1\n\n    return x\n\n\nclass C:\n    def g(self):\n        pass\n    y = 2\n";
-        assert_eq!(enclosing_definition(text, 5, 5), Some((3, 7)), "a body line");
-        assert_eq!(enclosing_definition(text, 3, 3), Some((3, 7)), "the def line itself");
+        assert_eq!(enclosing_definition(text, 5, 5), Some((3, 9)), "a body line, blank lines after it too");
+        assert_eq!(enclosing_definition(text, 3, 3), Some((3, 9)), "the def line itself");
         assert_eq!(enclosing_definition(text, 12, 12), Some((11, 12)), "the innermost");
         assert_eq!(enclosing_definition(text, 13, 13), Some((10, 13)), "the class around a field");
         assert_eq!(enclosing_definition(text, 1, 1), None, "top-level code");
@@ -343,6 +353,11 @@ mod tests {
         let bound_once = diff(10, "-for i in items:\n+for item in items:\n");
         assert_eq!(change_near(&bound_once, "m.py", (10, 10), None), FixChange::Renamed);
         // One call swapped for another is not a rename: `isfile` is not `exists`.
+        let twice = diff(
+            10,
+            "-a = os.path.exists(p)\n-b = os.path.exists(q)\n+a = os.path.isdir(p)\n+b = os.path.isdir(q)\n",
+        );
+        assert_eq!(change_near(&twice, "m.py", (10, 11), None), FixChange::Behaviour);
         let call = diff(10, "-ok = os.path.exists(p)\n+ok = os.path.isfile(p)\n");
         assert_eq!(change_near(&call, "m.py", (10, 10), None), FixChange::Behaviour);
         let keyword = diff(10, "-if a and b:\n+if a or b:\n");
@@ -401,6 +416,15 @@ mod tests {
         let fixed = diff_of(assigned, &assigned.replace("hello", "bye"));
         assert_eq!(at_comment(&fixed, &comment_on(assigned, 1)), FixChange::Behaviour);
         assert_eq!(docstring_lines(reviewed), [false, true, true, true, true, false]);
+        // A field commented; the fix rewords the class's docstring and adds a method at its end,
+        // after the blank lines: the class's behaviour changed.
+        let class = "class V:\n    \"\"\"A version.\"\"\"\n\n    major: int\n    pre: str = ''\n\n\ndef parse():\n    pass\n";
+        let fixed = class
+            .replace("A version.", "A version, ordered by precedence.")
+            .replace("    pre: str = ''\n", "    pre: str = ''\n\n    def key(self):\n        return 1\n");
+        assert_eq!(at_comment(&diff_of(class, &fixed), &comment_on(class, 5)), FixChange::Behaviour);
+        // On the `class` line itself, next to the reworded docstring: the same.
+        assert_eq!(at_comment(&diff_of(class, &fixed), &comment_on(class, 1)), FixChange::Behaviour);
     }
 
     fn diff_of(old: &str, new: &str) -> String {
