@@ -188,6 +188,13 @@ pub fn align(comment: &ReviewComment, reviewed: &str) -> Result<Aligned, AlignEr
     Ok(Aligned { side, start, end, code, moved })
 }
 
+/// The commented line by the hunk alone, for a comment whose file is not at hand: the number of
+/// the hunk's last line on its own side (the old side for a removed line).
+pub fn hunk_end(hunk: &str) -> Option<u64> {
+    let last = parse(hunk).ok()?.pop()?;
+    Some(if last.kind == Kind::Removed { last.old } else { last.new })
+}
+
 /// Lines `start - around ..= end + around` of `text`, with the number of the first.
 pub fn window(text: &str, start: u64, end: u64, around: u64) -> (u64, String) {
     let lines: Vec<&str> = text.lines().collect();
@@ -202,6 +209,14 @@ pub fn window(text: &str, start: u64, end: u64, around: u64) -> (u64, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hunk_alone_gives_its_last_line_on_its_own_side() {
+        let hunk = "@@ -10,4 +12,5 @@ def f():\n     a = 1\n-    b = 2\n+    b = 3\n+    c = 4\n     d = 5";
+        assert_eq!(hunk_end(hunk), Some(15));
+        assert_eq!(hunk_end("@@ -3,2 +3,1 @@\n a\n-b"), Some(4), "a removed line: its old number");
+        assert_eq!(hunk_end("no header"), None);
+    }
 
     fn comment(hunk: Option<&str>, line: Option<u64>, start: Option<u64>) -> ReviewComment {
         ReviewComment {

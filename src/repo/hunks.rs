@@ -53,8 +53,39 @@ impl Hunk {
 /// Per line of `source` (from 0), whether it declares rather than does (see [`declarative_line`]),
 /// docstrings and other string-only lines included: read by lines, counting triple quotes.
 pub fn declarative_lines(source: &str) -> Vec<bool> {
-    // Inside a triple-quoted string: `Some(true)` for a docstring (the string is all its first
-    // line holds), `Some(false)` for a string that code assigns or passes, a value a test sees.
+    source
+        .lines()
+        .zip(quoted_lines(source))
+        .map(|(line, quoted)| match quoted {
+            Quoted::Docstring => true,
+            // A string that code assigns or passes: a value a test sees.
+            Quoted::Value => false,
+            Quoted::Code => declarative_line(line.trim()),
+        })
+        .collect()
+}
+
+/// Per line of Python `source` (from 0), whether it is part of a docstring: a triple-quoted string
+/// that is a statement of its own, not a value assigned or passed.
+pub fn docstring_lines(source: &str) -> Vec<bool> {
+    quoted_lines(source).into_iter().map(|q| q == Quoted::Docstring).collect()
+}
+
+/// Where a line stands as to triple-quoted strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Quoted {
+    /// Code, or the line that opens a string code assigns or passes.
+    Code,
+    /// In a docstring: one that opens a line of its own (the string is all the line holds), or a
+    /// line inside it.
+    Docstring,
+    /// Inside a string that code assigns or passes, or the line that closes it.
+    Value,
+}
+
+/// Per line of `source`, [`Quoted`]: read by lines, counting triple quotes.
+fn quoted_lines(source: &str) -> Vec<Quoted> {
+    // Inside a triple-quoted string: `Some(true)` for a docstring, `Some(false)` for a value.
     let mut open: Option<bool> = None;
     source
         .lines()
@@ -62,9 +93,11 @@ pub fn declarative_lines(source: &str) -> Vec<bool> {
             let t = line.trim();
             let quotes = t.matches("\"\"\"").count() + t.matches("'''").count();
             let bare = ["\"\"\"", "'''", "r\"\"\"", "r'''"].iter().any(|q| t.starts_with(q));
-            let declarative = match open {
-                Some(doc) => doc,
-                None => (quotes > 0 && bare) || declarative_line(t),
+            let quoted = match open {
+                Some(true) => Quoted::Docstring,
+                Some(false) => Quoted::Value,
+                None if quotes > 0 && bare => Quoted::Docstring,
+                None => Quoted::Code,
             };
             if quotes % 2 == 1 {
                 open = match open {
@@ -72,7 +105,7 @@ pub fn declarative_lines(source: &str) -> Vec<bool> {
                     None => Some(bare),
                 };
             }
-            declarative
+            quoted
         })
         .collect()
 }

@@ -49,7 +49,7 @@ pub fn change_near(
     change_near_with(diff, path, (start, end), definition, None)
 }
 
-/// [`change_near`], with each side's docstring lines ([`docstring_lines`]) when they are known.
+/// [`change_near`], with each side's docstring lines ([`hunks::docstring_lines`]) when they are known.
 fn change_near_with(
     diff: &str,
     path: &str,
@@ -106,7 +106,7 @@ fn change_near_with(
 
 /// What the fix did at `comment`, from `diff`, the commented file's diff from the reviewed commit
 /// to the fix (empty: the file was left alone). Where the diff shows the whole file
-/// ([`reviewed_text`]) the comment is placed in it as the context stage places it, the function or
+/// ([`whole_sides`]) the comment is placed in it as the context stage places it, the function or
 /// class around it is read, and, in Python, its docstrings; otherwise the hunk's last line is the
 /// comment's and only the lines near it count.
 pub fn at_comment(diff: &str, comment: &ReviewComment) -> FixChange {
@@ -119,34 +119,12 @@ pub fn at_comment(diff: &str, comment: &ReviewComment) -> FixChange {
     {
         let definition = enclosing_definition(&old, at.start, at.end);
         let python = matches!(path.rsplit_once('.').map(|(_, e)| e), Some("py" | "pyi" | "pyx"));
-        let marks = python.then(|| (docstring_lines(&old), docstring_lines(&new)));
+        let marks = python.then(|| (hunks::docstring_lines(&old), hunks::docstring_lines(&new)));
         let docstrings = marks.as_ref().map(|(o, n)| (o.as_slice(), n.as_slice()));
         return change_near_with(diff, path, (at.start, at.end), definition, docstrings);
     }
-    span_of_hunk(comment.diff_hunk.as_deref().unwrap_or(""), None)
-        .map_or(FixChange::Unknown, |span| change_near(diff, path, span, None))
-}
-
-/// Per line of Python `source` (from 0), whether it is part of a docstring: a triple-quoted string
-/// that is a statement of its own, not a value assigned or passed.
-pub fn docstring_lines(source: &str) -> Vec<bool> {
-    let mut open: Option<bool> = None;
-    source
-        .lines()
-        .map(|line| {
-            let t = line.trim();
-            let quotes = t.matches("\"\"\"").count() + t.matches("'''").count();
-            let bare = ["\"\"\"", "'''", "r\"\"\"", "r'''"].iter().any(|q| t.starts_with(q));
-            let doc = open.unwrap_or(quotes > 0 && bare);
-            if quotes % 2 == 1 {
-                open = match open {
-                    Some(_) => None,
-                    None => Some(bare),
-                };
-            }
-            doc
-        })
-        .collect()
+    crate::repo::align::hunk_end(comment.diff_hunk.as_deref().unwrap_or(""))
+        .map_or(FixChange::Unknown, |end| change_near(diff, path, (end, end), None))
 }
 
 /// Words of the languages curate reads that are not names: swapping one (`and` for `or`, `is` for
@@ -239,15 +217,10 @@ pub fn enclosing_definition(text: &str, start: u64, end: u64) -> Option<(u64, u6
     ((last + 1) as u64 >= end).then_some(((head + 1) as u64, (last + 1) as u64))
 }
 
-/// The reviewed file, when `diff` shows all of it: one hunk from its first line, as `git diff
+/// Both sides of the file, when `diff` shows all of it: one hunk from its first line, as `git diff
 /// --unified=N` writes it with N at least the file's length (the old side: context and removed
-/// lines). A gold row's fix diff made so lets the commented lines be placed and their definition
-/// read as the stage does from the mirror.
-pub fn reviewed_text(diff: &str) -> Option<String> {
-    whole_sides(diff).map(|(old, _)| old)
-}
-
-/// Both sides of a diff that shows the whole file (see [`reviewed_text`]).
+/// lines; the new side: context and added lines). A gold row's fix diff made so lets the comment
+/// be placed and its definition read as the stage does from the mirror.
 fn whole_sides(diff: &str) -> Option<(String, String)> {
     let mut lines = diff.lines().skip_while(|l| !l.starts_with("@@ "));
     let header = lines.next()?;
@@ -274,39 +247,6 @@ fn whole_sides(diff: &str) -> Option<(String, String)> {
     }
     let text = |lines: Vec<&str>| lines.iter().map(|l| format!("{l}\n")).collect::<String>();
     Some((text(old), text(new)))
-}
-
-/// The commented lines' span in the reviewed file from a diff hunk alone (its header and lines,
-/// ending at the commented line), for a row that carries no reviewed file: the last line's number
-/// on its side, and `start` when the row names one.
-pub fn span_of_hunk(diff_hunk: &str, start: Option<u64>) -> Option<(u64, u64)> {
-    let mut lines = diff_hunk.lines();
-    let header = lines.next()?;
-    let inner = header.strip_prefix("@@ ")?.split(" @@").next()?;
-    let mut parts = inner.split_whitespace();
-    let old: u64 = parts.next()?.strip_prefix('-')?.split(',').next()?.parse().ok()?;
-    let new: u64 = parts.next()?.strip_prefix('+')?.split(',').next()?.parse().ok()?;
-    let (mut old_line, mut new_line, mut end) = (old, new, None);
-    for line in lines {
-        match line.chars().next() {
-            Some('-') => {
-                end = Some(old_line);
-                old_line += 1;
-            }
-            Some('+') => {
-                end = Some(new_line);
-                new_line += 1;
-            }
-            Some('\\') => {}
-            _ => {
-                end = Some(new_line);
-                old_line += 1;
-                new_line += 1;
-            }
-        }
-    }
-    let end = end?;
-    Some((start.filter(|s| *s <= end).unwrap_or(end), end))
 }
 
 #[cfg(test)]
@@ -370,13 +310,16 @@ mod tests {
     }
 
     #[test]
-    fn a_diff_with_the_whole_file_as_context_gives_the_reviewed_file() {
+    fn a_diff_with_the_whole_file_as_context_gives_both_files() {
         let whole = "diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1,3 +1,3 @@\n a = 1\n-b = 2\n+b = 3\n c = 4\n";
-        assert_eq!(reviewed_text(whole).as_deref(), Some("a = 1\nb = 2\nc = 4\n"));
+        assert_eq!(
+            whole_sides(whole),
+            Some(("a = 1\nb = 2\nc = 4\n".to_string(), "a = 1\nb = 3\nc = 4\n".to_string()))
+        );
         let part = "--- a/m.py\n+++ b/m.py\n@@ -10,2 +10,2 @@\n-b = 2\n+b = 3\n c = 4\n";
-        assert_eq!(reviewed_text(part), None, "a hunk that starts further down shows part of it");
+        assert_eq!(whole_sides(part), None, "a hunk that starts further down shows part of it");
         let two = "@@ -1,1 +1,1 @@\n-a\n+b\n@@ -9,1 +9,1 @@\n-c\n+d\n";
-        assert_eq!(reviewed_text(two), None);
+        assert_eq!(whole_sides(two), None);
     }
 
     /// A comment on line `line` of `m.py`, its hunk the file's first `line` lines as added.
@@ -415,7 +358,7 @@ mod tests {
         let assigned = "MESSAGE = \"\"\"hello\n\"\"\"\n";
         let fixed = diff_of(assigned, &assigned.replace("hello", "bye"));
         assert_eq!(at_comment(&fixed, &comment_on(assigned, 1)), FixChange::Behaviour);
-        assert_eq!(docstring_lines(reviewed), [false, true, true, true, true, false]);
+        assert_eq!(hunks::docstring_lines(reviewed), [false, true, true, true, true, false]);
         // A field commented; the fix rewords the class's docstring and adds a method at its end,
         // after the blank lines: the class's behaviour changed.
         let class = "class V:\n    \"\"\"A version.\"\"\"\n\n    major: int\n    pre: str = ''\n\n\ndef parse():\n    pass\n";
@@ -429,15 +372,5 @@ mod tests {
 
     fn diff_of(old: &str, new: &str) -> String {
         crate::repo::workspace::whole_file_diff("m.py", old.as_bytes(), new.as_bytes()).unwrap()
-    }
-
-    #[test]
-    fn a_hunk_gives_the_commented_span() {
-        let hunk = "@@ -10,4 +12,5 @@ def f():\n     a = 1\n-    b = 2\n+    b = 3\n+    c = 4\n     d = 5";
-        assert_eq!(span_of_hunk(hunk, None), Some((15, 15)));
-        assert_eq!(span_of_hunk(hunk, Some(13)), Some((13, 15)));
-        // Ending on a removed line: its number on the old side.
-        assert_eq!(span_of_hunk("@@ -3,2 +3,1 @@\n a\n-b", None), Some((4, 4)));
-        assert_eq!(span_of_hunk("no header", None), None);
     }
 }
