@@ -44,14 +44,49 @@ impl ResponseCache {
 
 /// Writes `bytes` to `path` (its directory made if missing) through a temporary file renamed into
 /// place, so a crash never leaves half a recording; a failed write leaves no temporary file either.
+/// Each write has a temporary file of its own: two tasks recording the same answer at once (two
+/// stages asking the same question) must not rename one file twice.
 pub fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)?;
     }
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    let nth = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_extension(format!("tmp-{}-{nth}", std::process::id()));
     let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_atomically;
+
+    /// Two stages that ask the same question record the same answer at the same time; every
+    /// write must land, whichever finishes last.
+    #[test]
+    fn writes_of_one_path_at_once_all_succeed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ab").join("same.json");
+        let failures: usize = std::thread::scope(|scope| {
+            let writers: Vec<_> = (0..8)
+                .map(|i| {
+                    let path = &path;
+                    scope.spawn(move || {
+                        (0..200)
+                            .filter(|_| write_atomically(path, format!("{i}").as_bytes()).is_err())
+                            .count()
+                    })
+                })
+                .collect();
+            writers.into_iter().map(|w| w.join().unwrap()).sum()
+        });
+        assert_eq!(failures, 0);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.parse::<usize>().unwrap() < 8, "{text}");
+        let left: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();
+        assert_eq!(left.len(), 1, "no temporary file is left behind");
+    }
 }
