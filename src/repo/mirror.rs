@@ -405,6 +405,59 @@ fn gitmodules(text: &str) -> Vec<(String, String)> {
     out
 }
 
+/// A commented file on both sides of a PR's fix, as text: the reviewed side, and where the fix
+/// moved it with its text there (`None` when it is not UTF-8 or not there any more).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcrossFix {
+    pub before: String,
+    /// `None` when the fix deleted the file.
+    pub fixed: Option<(String, Option<String>)>,
+}
+
+/// Why a commented file cannot be read across the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum AcrossFixError {
+    #[error("the commented file is not UTF-8 text")]
+    NotText,
+    #[error("the commented file does not exist at the reviewed commit")]
+    NotReviewed,
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+}
+
+impl AcrossFixError {
+    /// Whether the data is at fault, so that reading again cannot help ([`RepoError::is_data_error`]).
+    pub fn is_data_error(&self) -> bool {
+        match self {
+            AcrossFixError::Repo(e) => e.is_data_error(),
+            AcrossFixError::NotText | AcrossFixError::NotReviewed => true,
+        }
+    }
+}
+
+impl Mirrors {
+    /// `path` of `repo` at the reviewed commit `head` and, following a rename, at the fix `fixed`:
+    /// what the context stage shows of a comment and what the filter's fix facts read. Blocking.
+    pub fn across_fix(
+        &self,
+        repo: &str,
+        head: &str,
+        fixed: &str,
+        path: &str,
+    ) -> Result<AcrossFix, AcrossFixError> {
+        let mirror = self.open(repo, &[head, fixed])?;
+        let bytes = mirror.file_at(head, path)?.ok_or(AcrossFixError::NotReviewed)?;
+        let before = String::from_utf8(bytes).map_err(|_| AcrossFixError::NotText)?;
+        let fixed_path = match mirror.fate(head, fixed, path)? {
+            PathFate::Same => path.to_string(),
+            PathFate::Renamed(to) => to,
+            PathFate::Deleted => return Ok(AcrossFix { before, fixed: None }),
+        };
+        let after = mirror.file_at(fixed, &fixed_path)?.and_then(|b| String::from_utf8(b).ok());
+        Ok(AcrossFix { before, fixed: Some((fixed_path, after)) })
+    }
+}
+
 impl Mirrors {
     /// The reviewed commit `head` of `repo` checked out in `reviewed` and the fixed commit `fixed`
     /// in `fixed_dest` ([`Mirrors::checkout`] each); the mirror, for what else the caller reads

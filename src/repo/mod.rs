@@ -6,4 +6,4 @@ pub mod hunks;
 pub mod mirror;
 pub mod workspace;
 
-pub use mirror::{Mirror, Mirrors, PathFate, RepoError, working_files};
+pub use mirror::{AcrossFix, AcrossFixError, Mirror, Mirrors, PathFate, RepoError, working_files};

@@ -16,8 +16,8 @@ use crate::engine::resources::Resource;
 use crate::engine::spec::parse_config;
 use crate::errors::ConfigError;
 use crate::record::{PullRequest, ReviewComment};
+use crate::repo::Mirrors;
 use crate::repo::align::{Side, align, window};
-use crate::repo::{Mirrors, PathFate, RepoError};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -75,10 +75,6 @@ impl Stage for CommentContext {
     }
 }
 
-fn text(bytes: Vec<u8>) -> Option<String> {
-    String::from_utf8(bytes).ok()
-}
-
 fn context(mirrors: &Mirrors, input: &TaskInput, around: u64) -> Outcome {
     let Some(pr) = input.pr.as_ref() else {
         return Outcome::Errored { error: "a comment task without its PR".into() };
@@ -92,31 +88,13 @@ fn context(mirrors: &Mirrors, input: &TaskInput, around: u64) -> Outcome {
     };
     let Some(path) = comment.path.clone() else { return reject("the comment is not on a file") };
     let Some(fixed) = pr.fixed_commit.clone() else { return reject("the PR has no fixed commit") };
-    let mirror = match mirrors.open(&pr.repo, &[&pr.head_commit, &fixed]) {
-        Ok(m) => m,
+    let file = match mirrors.across_fix(&pr.repo, &pr.head_commit, &fixed, &path) {
+        Ok(f) => f,
         Err(e) if e.is_data_error() => return reject(e.to_string()),
         Err(e) => return Outcome::Errored { error: e.to_string() },
     };
-    let git_error = |e: RepoError| Outcome::Errored { error: e.to_string() };
-    let before = match mirror.file_at(&pr.head_commit, &path) {
-        Ok(Some(bytes)) => match text(bytes) {
-            Some(t) => t,
-            None => return reject("the commented file is not UTF-8 text"),
-        },
-        Ok(None) => return reject("the commented file does not exist at the reviewed commit"),
-        Err(e) => return git_error(e),
-    };
-    let fixed_path = match mirror.fate(&pr.head_commit, &fixed, &path) {
-        Ok(PathFate::Same) => path.clone(),
-        Ok(PathFate::Renamed(to)) => to,
-        Ok(PathFate::Deleted) => return reject("the fix deleted the commented file"),
-        Err(e) => return git_error(e),
-    };
-    let after = match mirror.file_at(&fixed, &fixed_path) {
-        Ok(Some(bytes)) => text(bytes),
-        Ok(None) => None,
-        Err(e) => return git_error(e),
-    };
+    let before = file.before;
+    let Some((fixed_path, after)) = file.fixed else { return reject("the fix deleted the commented file") };
     let aligned = match align(&comment, &before) {
         Ok(a) => a,
         Err(e) => return reject(e.to_string()),

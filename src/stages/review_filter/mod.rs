@@ -589,22 +589,18 @@ fn fix_at_comment(
     pr: &PullRequest,
     comment: &ReviewComment,
 ) -> fix::FixChange {
-    use crate::repo::PathFate;
     let unknown = fix::FixChange::Unknown;
     let (Some(path), Some(fixed)) = (comment.path.as_deref(), pr.fixed_commit.as_deref()) else {
         return unknown;
     };
-    let Ok(mirror) = mirrors.open(&pr.repo, &[&pr.head_commit, fixed]) else { return unknown };
-    let Ok(Some(before)) = mirror.file_at(&pr.head_commit, path) else { return unknown };
-    let fixed_path = match mirror.fate(&pr.head_commit, fixed, path) {
-        Ok(PathFate::Same) => path.to_string(),
-        Ok(PathFate::Renamed(to)) => to,
+    let Ok(file) = mirrors.across_fix(&pr.repo, &pr.head_commit, fixed, path) else { return unknown };
+    let (before, after) = match file.fixed {
+        Some((_, Some(after))) => (file.before, after),
+        Some((_, None)) => return unknown,
         // A fix that deletes the file changes what runs there.
-        Ok(PathFate::Deleted) => return fix::FixChange::Behaviour,
-        Err(_) => return unknown,
+        None => return fix::FixChange::Behaviour,
     };
-    let Ok(Some(after)) = mirror.file_at(fixed, &fixed_path) else { return unknown };
-    match crate::repo::workspace::whole_file_diff(path, &before, &after) {
+    match crate::repo::workspace::whole_file_diff(path, before.as_bytes(), after.as_bytes()) {
         Ok(diff) => fix::at_comment(&diff, comment),
         Err(_) => unknown,
     }
