@@ -58,6 +58,10 @@ const SAME_BEHAVIOUR: Rule = Rule {
 };
 const NECESSITY: Rule =
     Rule { name: "necessity", reason: "asks whether something is needed, naming no failing case" };
+const FORMATTING: Rule = Rule {
+    name: "formatting",
+    reason: "about layout or markup (indentation, whitespace, links), naming no behaviour",
+};
 
 /// Words that hedge: a comment built on one of them and naming nothing is a musing, not a report.
 const HEDGES: [&str; 13] = [
@@ -115,7 +119,7 @@ const WANTED: [&str; 3] = ["but ", "instead", "return"];
 /// simpler form, a redundancy removed, a preferred idiom. Measured on real review traffic (issue
 /// 27), these were the model's commonest wrong keeps, and no kept comment of the gold set or of the
 /// real-traffic tuning rows that names no failure uses one.
-const REWRITES: [&str; 27] = [
+const REWRITES: [&str; 30] = [
     "rename",
     "renaming",
     "descriptive",
@@ -143,6 +147,9 @@ const REWRITES: [&str; 27] = [
     "consistent with",
     "inline this",
     "refactor",
+    "already implemented",
+    "already handled",
+    "already covered",
 ];
 /// Questions that ask whether something is needed, or offer another way: "do we need to clone
 /// here?", "how about `x.count(':') >= 2`?". Unlike "don't you need to call `wait` here?", which
@@ -158,6 +165,25 @@ const NECESSITY_QUESTIONS: [&str; 10] = [
     "is it necessary",
     "is there any reason",
     "how about",
+];
+/// Questions that offer another construct to use ("should we use the async syntax instead of
+/// `@coroutine`?"): necessity questions too, unless they name a value or a comparison, which is a
+/// change of behaviour ("should we use `>=` here?").
+const ALTERNATIVE_QUESTIONS: [&str; 5] =
+    ["should we use", "could we use", "can we use", "what about using", "why not just use"];
+/// Words about how the code or its text is laid out, not what it does: in a comment that names no
+/// failure they ask for formatting. Not "tabs" alone: two browser tabs logging in at once race.
+const LAYOUT_WORDS: [&str; 10] = [
+    "indentation",
+    "indented",
+    "four spaces",
+    "whitespace",
+    "blank line",
+    "blank lines",
+    "trailing space",
+    "trailing spaces",
+    "inline link",
+    "line length",
 ];
 
 /// Replies and approvals, as the first words of a short comment.
@@ -250,6 +276,15 @@ fn names_code(text: &str) -> bool {
                 && i > 0
                 && chars[i - 1].is_alphanumeric()
                 && chars.get(i + 1).is_some_and(|n| n.is_alphanumeric()))
+    })
+}
+
+/// Whether `comment` (as written, not lowercased) names an identifier in camel case, as code
+/// does and prose rarely: `DialogTeacher`, `getItem`.
+fn names_camel_case(comment: &str) -> bool {
+    comment.split(|c: char| !c.is_alphanumeric()).any(|word| {
+        let chars: Vec<char> = word.chars().collect();
+        chars.windows(2).any(|pair| pair[0].is_lowercase() && pair[1].is_uppercase())
     })
 }
 
@@ -346,6 +381,7 @@ pub fn drop_rule(comment: &str) -> Option<Rule> {
     }
     if HEDGES.iter().any(|h| has_words(&text, h))
         && !names_code(&text)
+        && !names_camel_case(comment)
         && !names_a(&FAILING)
         && !names_a(&WANTED)
     {
@@ -368,8 +404,17 @@ pub fn drop_rule(comment: &str) -> Option<Rule> {
         if prose.contains('?') && starts(&NECESSITY_QUESTIONS) {
             return Some(NECESSITY);
         }
+        let names_a_value = prose.contains(|c: char| c.is_ascii_digit() || "<>=!".contains(c));
+        if prose.contains('?') && starts(&ALTERNATIVE_QUESTIONS) && !names_a_value {
+            return Some(NECESSITY);
+        }
         if REWRITES.iter().any(|w| starts_a_word(&prose, w)) {
             return Some(SAME_BEHAVIOUR);
+        }
+        // A code span in the words is what the program writes or reads ("end with `\n` and a
+        // blank line between sections"), which a test sees.
+        if !concern(&prose) && !prose.contains('`') && LAYOUT_WORDS.iter().any(|w| has_words(&prose, w)) {
+            return Some(FORMATTING);
         }
     }
     if text.contains("```") || concern(&text) {
@@ -483,6 +528,17 @@ mod tests {
         assert_eq!(name("Do we need to clone, or can we mutate the range from above?"), Some("necessity"));
         assert_eq!(name("Is there any reason to not just call `connect`? It is a no-op."), Some("necessity"));
         assert_eq!(name("how about `value.count(':') >= 2`?"), Some("necessity"));
+        assert_eq!(
+            name("Should we use the walrus here instead of the two lookups?"),
+            Some("necessity"),
+            "another way asked for, nothing named wrong"
+        );
+        assert_eq!(
+            name("You can drop `close()`, it is already handled by the context manager."),
+            Some("same behaviour")
+        );
+        assert_eq!(name("Please use an inline link, and indent by four spaces."), Some("formatting"));
+        assert_eq!(name("the indentation is off:\n```\n    x = 1\n```"), Some("formatting"));
         for comment in [
             "the rename broke the import in cli.py: it still uses the old name",
             "no need for the loop, but the empty case now returns None",
@@ -490,6 +546,11 @@ mod tests {
             "Don't you need to call `identify_wait` here?",
             "do we need a lock here? two workers can race on `count`",
             "this is redundant with the check above, except it is wrong for negative values",
+            "should we use `>=` here? a limit of 0 is let through",
+            "this line's indentation takes it out of the loop, so only the last item is saved",
+            "already handled upstream, but the error is swallowed here",
+            "two tabs logging in at once both see `exists() == False` and we end up with two rows",
+            "the output has no final newline, so two of them glue `b = 2[next]` together; add a blank line between sections",
         ] {
             assert_ne!(name(comment), Some("same behaviour"), "{comment}");
             assert_ne!(name(comment), Some("necessity"), "{comment}");
@@ -517,6 +578,9 @@ mod tests {
         assert!(names_code("max_len is off"));
         assert!(names_code("limit of 3"));
         assert!(!names_code("this feels fragile. maybe rethink?"));
+        assert!(names_camel_case("I think it might need to be DialogTeacher"));
+        assert!(!names_camel_case("Maybe rethink this. NASA would not."));
+        assert_eq!(name("I think it might need to be DialogTeacher, not ParlAIDialogTeacher"), None);
         assert_eq!(name("a mighty change, I'd split it"), None, "`might` inside a word is no hedge");
     }
 
