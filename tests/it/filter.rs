@@ -431,7 +431,7 @@ fn with_fix_facts_comments_the_fix_leaves_alone_or_only_renames_are_dropped_befo
         "reference_review_comments": [
             comment("greet: the greeting should be capitalised", 2, "@@ -0,0 +1,2 @@\n+def greet(name):\n+    return 'hi ' + name"),
             comment("clamp: an n equal to hi should also return hi", 6, "@@ -0,0 +1,6 @@\n+def greet(name):\n+    return 'hi ' + name\n+\n+\n+def clamp(n, hi):\n+    if n > hi:"),
-            comment("total: call it something clearer than acc", 12, "@@ -0,0 +1,12 @@\n+def greet(name):\n+    return 'hi ' + name\n+\n+\n+def clamp(n, hi):\n+    if n > hi:\n+        return hi\n+    return n\n+\n+\n+def total(xs):\n+    acc = 0"),
+            comment("total: `acc` should be called `running`", 12, "@@ -0,0 +1,12 @@\n+def greet(name):\n+    return 'hi ' + name\n+\n+\n+def clamp(n, hi):\n+    if n > hi:\n+        return hi\n+    return n\n+\n+\n+def total(xs):\n+    acc = 0"),
         ]
     });
     s.write("items.jsonl", &format!("{record}\n"));

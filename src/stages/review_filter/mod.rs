@@ -381,9 +381,12 @@ impl Filter {
             names_a_failure: rules::names_a_failure(fields.comment),
             fix: if self.fix_facts { fields.fix } else { fix::FixChange::Unknown },
         };
+        // A suggestion that changes values, and a rename of the public class or function on the
+        // commented line, change what callers see: the model judges them.
         rules::fact_rule(&facts).or_else(|| {
             rules::drop_rule(fields.comment)
                 .filter(|r| !(*r == rules::SUGGESTION && change == suggestion::Change::Values))
+                .filter(|r| !(*r == rules::SAME_BEHAVIOUR && rules::defines_a_public_name(fields.diff_hunk)))
         })
     }
 

@@ -52,7 +52,7 @@ const FIX_DOCUMENTATION: Rule = Rule {
     reason: "the PR's fix changes only docstrings or comments at the commented lines: no test runs them",
 };
 const VAGUE: Rule = Rule { name: "vague", reason: "hedged, naming no code, value or failing case" };
-const SAME_BEHAVIOUR: Rule = Rule {
+pub const SAME_BEHAVIOUR: Rule = Rule {
     name: "same behaviour",
     reason: "asks for the same behaviour written another way (a name, a simplification, an idiom), naming no failure",
 };
@@ -119,7 +119,7 @@ const WANTED: [&str; 3] = ["but ", "instead", "return"];
 /// simpler form, a redundancy removed, a preferred idiom. Measured on real review traffic (issue
 /// 27), these were the model's commonest wrong keeps, and no kept comment of the gold set or of the
 /// real-traffic tuning rows that names no failure uses one.
-const REWRITES: [&str; 30] = [
+const REWRITES: [&str; 44] = [
     "rename",
     "renaming",
     "descriptive",
@@ -150,6 +150,20 @@ const REWRITES: [&str; 30] = [
     "already implemented",
     "already handled",
     "already covered",
+    "clearer",
+    "factorise",
+    "factorize",
+    "imo",
+    "in my opinion",
+    "personally",
+    "better name",
+    "another name",
+    "different name",
+    "let's just",
+    "into its own",
+    "into a separate",
+    "no longer needed",
+    "no longer necessary",
 ];
 /// Questions that ask whether something is needed, or offer another way: "do we need to clone
 /// here?", "how about `x.count(':') >= 2`?". Unlike "don't you need to call `wait` here?", which
@@ -291,6 +305,18 @@ fn names_camel_case(comment: &str) -> bool {
 /// The text of `comment` outside its fenced code blocks.
 fn outside_fences(comment: &str) -> String {
     comment.split("```").step_by(2).collect::<Vec<_>>().join(" ")
+}
+
+/// Whether the commented line (a hunk's last) defines a public class or function: a rename asked
+/// there changes the API, which callers and a test see, so the criteria keep it.
+pub fn defines_a_public_name(diff_hunk: &str) -> bool {
+    let Some(last) = diff_hunk.trim_end_matches('\n').lines().last() else { return false };
+    let code = last.strip_prefix(['+', '-', ' ']).unwrap_or(last).trim_start();
+    let name = code
+        .strip_prefix("class ")
+        .or_else(|| code.strip_prefix("def "))
+        .or_else(|| code.strip_prefix("async def "));
+    name.is_some_and(|n| n.starts_with(|c: char| c.is_ascii_alphabetic()))
 }
 
 /// What the PR says of a comment, apart from its words.
@@ -538,6 +564,7 @@ mod tests {
             Some("same behaviour")
         );
         assert_eq!(name("Please use an inline link, and indent by four spaces."), Some("formatting"));
+        assert_eq!(name("Splitting the parse out would be clearer imo."), Some("same behaviour"));
         assert_eq!(name("the indentation is off:\n```\n    x = 1\n```"), Some("formatting"));
         for comment in [
             "the rename broke the import in cli.py: it still uses the old name",
@@ -549,12 +576,22 @@ mod tests {
             "should we use `>=` here? a limit of 0 is let through",
             "this line's indentation takes it out of the loop, so only the last item is saved",
             "already handled upstream, but the error is swallowed here",
+            "a loop in Python; `np.convolve` gives the same result and is far faster",
             "two tabs logging in at once both see `exists() == False` and we end up with two rows",
             "the output has no final newline, so two of them glue `b = 2[next]` together; add a blank line between sections",
         ] {
             assert_ne!(name(comment), Some("same behaviour"), "{comment}");
             assert_ne!(name(comment), Some("necessity"), "{comment}");
         }
+    }
+
+    #[test]
+    fn a_public_definition_is_seen_on_the_commented_line() {
+        assert!(defines_a_public_name("@@ -1,3 +1,4 @@\n import os\n+class SingleFile(Base):"));
+        assert!(defines_a_public_name("@@ -1 +1 @@\n-    def get(self, url):\n"));
+        assert!(!defines_a_public_name("@@ -1 +1 @@\n+def _next_link(resp):"), "private");
+        assert!(!defines_a_public_name("@@ -1 +1 @@\n+    classes = []"), "a name that starts with `class`");
+        assert!(!defines_a_public_name(""));
     }
 
     #[test]
