@@ -180,11 +180,6 @@ const NECESSITY_QUESTIONS: [&str; 10] = [
     "is there any reason",
     "how about",
 ];
-/// Questions that offer another construct to use ("should we use the async syntax instead of
-/// `@coroutine`?"): necessity questions too, unless they name a value or a comparison, which is a
-/// change of behaviour ("should we use `>=` here?").
-const ALTERNATIVE_QUESTIONS: [&str; 5] =
-    ["should we use", "could we use", "can we use", "what about using", "why not just use"];
 /// Words about how the code or its text is laid out, not what it does: in a comment that names no
 /// failure they ask for formatting. Not "tabs" alone: two browser tabs logging in at once race.
 const LAYOUT_WORDS: [&str; 10] = [
@@ -430,10 +425,6 @@ pub fn drop_rule(comment: &str) -> Option<Rule> {
         if prose.contains('?') && starts(&NECESSITY_QUESTIONS) {
             return Some(NECESSITY);
         }
-        let names_a_value = prose.contains(|c: char| c.is_ascii_digit() || "<>=!".contains(c));
-        if prose.contains('?') && starts(&ALTERNATIVE_QUESTIONS) && !names_a_value {
-            return Some(NECESSITY);
-        }
         if REWRITES.iter().any(|w| starts_a_word(&prose, w)) {
             return Some(SAME_BEHAVIOUR);
         }
@@ -555,11 +546,6 @@ mod tests {
         assert_eq!(name("Is there any reason to not just call `connect`? It is a no-op."), Some("necessity"));
         assert_eq!(name("how about `value.count(':') >= 2`?"), Some("necessity"));
         assert_eq!(
-            name("Should we use the walrus here instead of the two lookups?"),
-            Some("necessity"),
-            "another way asked for, nothing named wrong"
-        );
-        assert_eq!(
             name("You can drop `close()`, it is already handled by the context manager."),
             Some("same behaviour")
         );
@@ -574,6 +560,7 @@ mod tests {
             "do we need a lock here? two workers can race on `count`",
             "this is redundant with the check above, except it is wrong for negative values",
             "should we use `>=` here? a limit of 0 is let through",
+            "Should we use `lookup_or_fetch()` for this, the helper that caches?",
             "this line's indentation takes it out of the loop, so only the last item is saved",
             "already handled upstream, but the error is swallowed here",
             "a loop in Python; `np.convolve` gives the same result and is far faster",
