@@ -22,6 +22,7 @@ use std::path::Path;
 
 use crate::llm::prompt::{TextSpec, Texts};
 use crate::record::{PathError, check_repo_path};
+use crate::repo::hunks::{LineKind, hunk_line};
 
 /// Why an answer's edits could not all be applied. What the model is told of it is the feedback
 /// prompt's `[text KEY]` part ([`EditError::text`], every key in [`TEXTS`]).
@@ -196,19 +197,14 @@ fn diff_edits(answer: &str) -> Vec<Edit> {
             flush(&mut hunk, &path);
             hunk = Some((Vec::new(), Vec::new()));
         } else if let Some((search, replace)) = hunk.as_mut() {
-            match line.chars().next() {
-                Some('-') => search.push(&line[1..]),
-                Some('+') => replace.push(&line[1..]),
-                Some(' ') => {
-                    search.push(&line[1..]);
-                    replace.push(&line[1..]);
+            // `\ No newline at end of file` and anything else ends nothing.
+            if let Some((kind, text)) = hunk_line(line) {
+                if kind != LineKind::Added {
+                    search.push(text);
                 }
-                None => {
-                    search.push("");
-                    replace.push("");
+                if kind != LineKind::Removed {
+                    replace.push(text);
                 }
-                // `\ No newline at end of file` and anything else ends nothing.
-                _ => {}
             }
         }
     }

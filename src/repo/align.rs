@@ -8,6 +8,7 @@
 
 use serde::Serialize;
 
+use super::hunks::{LineKind as Kind, hunk_line};
 use crate::record::ReviewComment;
 
 /// Which side of the diff the comment is on.
@@ -31,13 +32,6 @@ pub enum AlignError {
     HunkMismatch,
     #[error("the commented line is outside the file at the reviewed commit")]
     LineOutOfRange,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Context,
-    Added,
-    Removed,
 }
 
 /// One line of a hunk with its numbers on both sides. An added line's `old` and a removed line's
@@ -83,13 +77,8 @@ fn parse(hunk: &str) -> Result<Vec<HunkLine>, AlignError> {
             }
             return Err(AlignError::BadHunk("lines before any `@@` header".into()));
         };
-        let (kind, text) = match line.chars().next() {
-            Some('+') => (Kind::Added, &line[1..]),
-            Some('-') => (Kind::Removed, &line[1..]),
-            Some(' ') => (Kind::Context, &line[1..]),
-            // Some tools strip the space of an empty context line.
-            None => (Kind::Context, ""),
-            Some(_) => return Err(AlignError::BadHunk("a line without a +, - or space prefix".into())),
+        let Some((kind, text)) = hunk_line(line) else {
+            return Err(AlignError::BadHunk("a line without a +, - or space prefix".into()));
         };
         out.push(HunkLine { kind, old: *old, new: *new, text: text.to_string() });
         match kind {

@@ -196,6 +196,27 @@ pub fn parse(diff: &str) -> Vec<Hunk> {
     parser.hunks
 }
 
+/// What a line inside a unified diff's hunk is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineKind {
+    Context,
+    Added,
+    Removed,
+}
+
+/// A hunk line's kind and its text without the prefix. An empty line is an empty context line,
+/// whose space some tools strip. `None` for anything else: `\ No newline at end of file`, a
+/// header, prose.
+pub fn hunk_line(line: &str) -> Option<(LineKind, &str)> {
+    match line.chars().next() {
+        Some('+') => Some((LineKind::Added, &line[1..])),
+        Some('-') => Some((LineKind::Removed, &line[1..])),
+        Some(' ') => Some((LineKind::Context, &line[1..])),
+        None => Some((LineKind::Context, "")),
+        Some(_) => None,
+    }
+}
+
 /// Where [`parse`] is in a diff.
 #[derive(Default)]
 struct Parser {

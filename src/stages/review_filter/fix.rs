@@ -228,21 +228,14 @@ fn whole_sides(diff: &str) -> Option<(String, String)> {
         return None;
     }
     let (mut old, mut new) = (Vec::new(), Vec::new());
-    for line in lines {
-        match line.chars().next() {
-            Some(' ') => {
-                old.push(&line[1..]);
-                new.push(&line[1..]);
-            }
-            None => {
-                old.push("");
-                new.push("");
-            }
-            Some('-') => old.push(&line[1..]),
-            Some('+') => new.push(&line[1..]),
-            Some('\\') => {}
-            // A second hunk: lines between the two are not shown.
-            _ => return None,
+    for line in lines.filter(|l| !l.starts_with('\\')) {
+        // Anything else, a second hunk's header: the lines between the two are not shown.
+        let (kind, text) = hunks::hunk_line(line)?;
+        if kind != hunks::LineKind::Added {
+            old.push(text);
+        }
+        if kind != hunks::LineKind::Removed {
+            new.push(text);
         }
     }
     let text = |lines: Vec<&str>| lines.iter().map(|l| format!("{l}\n")).collect::<String>();
