@@ -318,9 +318,14 @@ fn parse_verdict(text: &str) -> Result<Verdict, VerdictError> {
         (None, other) => return Err(VerdictError::NotKeepOrDrop(other.to_string())),
     };
     let category = match raw.category.as_deref().map(str::trim).filter(|c| !c.is_empty() && *c != "null") {
-        Some(c) => Some(
-            normalize_category(c).ok_or_else(|| VerdictError::UnknownCategory { given: c.to_string() })?,
-        ),
+        Some(c) => match normalize_category(c) {
+            Some(c) => Some(c),
+            // A dropped comment needs no category: a word that is none ("formatting" on a style
+            // remark) is no reason to ask again, and a second answer would decide on its word
+            // alone, without the first answer's doubts.
+            None if !keep => None,
+            None => return Err(VerdictError::UnknownCategory { given: c.to_string() }),
+        },
         None if keep => return Err(VerdictError::NoCategory),
         None => None,
     };
@@ -666,5 +671,12 @@ mod tests {
         let by_kind =
             parse_verdict(r#"{"kind": "praise", "verdict": "keep", "category": "design", "reason": "r"}"#);
         assert!(!by_kind.unwrap().keep, "the kind decides over the verdict");
+        let dropped = parse_verdict(r#"{"kind": "style", "verdict": "keep", "category": "formatting"}"#)
+            .expect("a dropped kind needs no category");
+        assert_eq!((dropped.keep, dropped.category), (false, None));
+        assert!(
+            parse_verdict(r#"{"kind": "change", "verdict": "keep", "category": "formatting"}"#).is_err(),
+            "a kept kind still needs one of the ten"
+        );
     }
 }
