@@ -16,7 +16,9 @@
 #   BENCH_ONLY="simplejson-284 h5py-1468" runs only those PRs (name-number, as the instance ids
 #   end), to measure a change on the PRs it concerns; the table then lists only their comments.
 #   BENCH_BIN=/tmp/curate-pinned runs that binary instead of building target/release/curate, so a
-#   run of two hours can go on while the tree changes and is rebuilt.
+#   run of two hours can go on while the tree changes and is rebuilt. The files the pipeline names
+#   (prompts, gold/filter.calibration.json) are hashed into its task keys: changed during the run,
+#   they make the table at the end read every task as pending (put them back to read the state).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export CURATE_REAL_MIRRORS=${CURATE_REAL_MIRRORS:-/work/.mirror/\{owner\}+\{name\}/repo}
