@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::dockerd::SecondDaemon;
 use crate::common::registry::Registry;
-use crate::common::{curate_cmd, docker_or_skip, root, stderr, stdout};
+use crate::common::{build_sample_mirrors, curate_cmd, docker_or_skip, root, stderr, stdout};
 use curate::exec::hosts::{Executor, HostCounts, HostSpec, Hosts, TlsFiles};
 use curate::exec::sandbox::RunSpec;
 
@@ -34,15 +34,6 @@ fn needed<T>(what: &str, made: Result<T, String>) -> Option<T> {
 /// Whether this machine has the `docker0` interface its own daemon builds through.
 fn has_docker0() -> bool {
     Command::new("ip").args(["link", "show", "docker0"]).output().is_ok_and(|o| o.status.success())
-}
-
-fn build_sample() {
-    let built = Command::new("python3")
-        .args(["sample/build.py", "--out", "cache/mirrors"])
-        .current_dir(root())
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
 }
 
 fn run_command(state: &str, hosts: &str) -> Command {
@@ -84,7 +75,7 @@ fn the_sample_curated_over_two_daemons_through_a_registry_reports_what_one_daemo
     // A second daemon must leave the first one's network alone (`--bridge none` deletes docker0).
     assert_eq!(has_docker0(), docker0, "the second daemon took docker0 away");
     let Some(registry) = needed("a registry", Registry::start()) else { return };
-    build_sample();
+    build_sample_mirrors();
     let expected = std::fs::read_to_string(root().join("docs/sample-report.md")).unwrap();
 
     // One slot on each: the two sides of every test run go to both daemons at once.
@@ -115,7 +106,7 @@ fn a_daemon_killed_in_the_middle_of_the_run_loses_nothing() {
         return;
     }
     let Some(mut second) = needed("a second Docker daemon", SecondDaemon::start()) else { return };
-    build_sample();
+    build_sample_mirrors();
     let expected = std::fs::read_to_string(root().join("docs/sample-report.md")).unwrap();
 
     let hosts = format!("{LOCAL}=1,{}=1", second.url);

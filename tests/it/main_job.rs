@@ -3,9 +3,7 @@
 //! it exports; and `curate gold` the same way. A prompt edited without recording its answers again
 //! fails here.
 
-use std::process::Command;
-
-use crate::common::{curate_cmd, docker_or_skip, root, stderr, stdout};
+use crate::common::{build_sample_mirrors, curate_cmd, docker_or_skip, root, stderr, stdout};
 
 /// Nothing listens here: a call that should have been replayed fails loudly.
 const NOWHERE: &str = "http://127.0.0.1:9/v1";
@@ -56,14 +54,7 @@ fn the_main_pipeline_replays_the_recorded_model_answers() {
     if !docker_or_skip("the main job test") {
         return;
     }
-    let built = Command::new("python3")
-        .arg("sample/build.py")
-        .arg("--out")
-        .arg("cache/mirrors")
-        .current_dir(root())
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    build_sample_mirrors();
     let first = tempfile::tempdir().unwrap();
     let report = main_job(first.path().to_str().unwrap());
     // Table 3 and Table 4 exactly as the run with the local model printed them.

@@ -60,6 +60,25 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Builds the bundled sample's git repositories under the repository's `cache/mirrors`, which
+/// `pipelines/ccrab.yaml` reads: once per test process. `sample/build.py` replaces each mirror
+/// whole, so a second build while another test's pipeline reads the mirrors took its commits
+/// away in the middle of the run ("revspec not found").
+pub fn build_sample_mirrors() {
+    static BUILT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        let out = Command::new("python3")
+            .args(["sample/build.py", "--out", "cache/mirrors"])
+            .current_dir(root())
+            .output()
+            .map_err(|e| e.to_string())?;
+        if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).into_owned()) }
+    });
+    if let Err(e) = built {
+        panic!("sample/build.py: {e}");
+    }
+}
+
 impl Scratch {
     /// Builds the bundled sample's git repositories under `mirrors/` and returns that directory.
     pub fn sample_mirrors(&self) -> PathBuf {
