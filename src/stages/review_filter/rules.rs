@@ -368,11 +368,27 @@ pub fn fact_rule(facts: &Facts<'_>) -> Option<Rule> {
 }
 
 /// `comment`'s own lines, lowercased on one line: quoted lines are the comment being replied to,
-/// not this one.
+/// not this one, and the people it opens by addressing ("@ana, why not ...?") are not its words,
+/// so that the rules that read how a comment starts see where its words start.
 fn own_text(comment: &str) -> String {
     let own: Vec<&str> =
         comment.lines().map(str::trim).filter(|l| !l.starts_with('>') && !l.is_empty()).collect();
-    own.join(" ").to_lowercase()
+    let text = own.join(" ").to_lowercase();
+    without_leading_mentions(&text).to_string()
+}
+
+/// `text` after the @mentions it starts with, and the commas or colons after them.
+fn without_leading_mentions(text: &str) -> &str {
+    let mut rest = text.trim_start();
+    while let Some(mention) = rest.strip_prefix('@') {
+        let name_end =
+            mention.find(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_')).unwrap_or(mention.len());
+        if name_end == 0 {
+            break;
+        }
+        rest = mention[name_end..].trim_start_matches([',', ':', ' ']);
+    }
+    rest
 }
 
 /// Whether `comment`'s own words (not a quoted comment's, not a code block's) name a failure.
@@ -481,6 +497,17 @@ mod tests {
         assert_eq!(name("why a dict and not a list here?"), Some("question"));
         assert_eq!(name("nit: `idx` -> `pos`"), Some("nit"));
         assert_eq!(name("typo: recieve"), None, "a word that begins with an acknowledgement is not one");
+        assert_eq!(
+            name("@ana-b, why not a set here?"),
+            Some("question"),
+            "the addressee is not the comment's words"
+        );
+        assert_eq!(name("@ana @li_2: LGTM"), Some("praise"));
+        assert_eq!(
+            name("@ana why does this fail on an empty list?"),
+            None,
+            "a named failure is still left to the model"
+        );
         assert_eq!(
             name("needs a changelog entry"),
             Some("process"),
