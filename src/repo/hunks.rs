@@ -254,16 +254,16 @@ impl Parser {
                 None => self.in_hunk = false,
             }
         } else if self.in_hunk {
-            match line.chars().next() {
-                Some('+') | Some('-') => self.change(line),
-                Some(' ') | None => {
+            match hunk_line(line) {
+                Some((LineKind::Context, _)) => {
                     self.context.push(line.to_string());
                     self.old_line += 1;
                     self.new_line += 1;
                 }
+                Some((kind, text)) => self.change(kind, text),
                 // "\ No newline at end of file"
-                Some('\\') => {}
-                _ => {
+                None if line.starts_with('\\') => {}
+                None => {
                     self.close();
                     self.in_hunk = false;
                 }
@@ -272,7 +272,7 @@ impl Parser {
     }
 
     /// A removed or added line: a first change, or one after unchanged lines, begins a block.
-    fn change(&mut self, line: &str) {
+    fn change(&mut self, kind: LineKind, text: &str) {
         if !self.open || !self.context.is_empty() {
             let lead = self.context.len().min(SHOWN_CONTEXT);
             let text = self.context[self.context.len() - lead..].iter().map(|l| format!("{l}\n")).collect();
@@ -289,14 +289,17 @@ impl Parser {
             self.open = true;
         }
         let Some(hunk) = self.hunks.last_mut() else { return };
-        if let Some(added) = line.strip_prefix('+') {
-            hunk.added.push((self.new_line, added.to_string()));
+        let prefix = if kind == LineKind::Added {
+            hunk.added.push((self.new_line, text.to_string()));
             self.new_line += 1;
+            '+'
         } else {
-            hunk.removed.push((self.old_line, line[1..].to_string()));
+            hunk.removed.push((self.old_line, text.to_string()));
             self.old_line += 1;
-        }
-        hunk.text.push_str(line);
+            '-'
+        };
+        hunk.text.push(prefix);
+        hunk.text.push_str(text);
         hunk.text.push('\n');
     }
 

@@ -66,30 +66,29 @@ pub fn root() -> PathBuf {
 /// away in the middle of the run ("revspec not found").
 pub fn build_sample_mirrors() {
     static BUILT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
-    let built = BUILT.get_or_init(|| {
-        let out = Command::new("python3")
-            .args(["sample/build.py", "--out", "cache/mirrors"])
-            .current_dir(root())
-            .output()
-            .map_err(|e| e.to_string())?;
-        if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).into_owned()) }
-    });
-    if let Err(e) = built {
+    if let Err(e) = BUILT.get_or_init(|| sample_build(&root().join("cache/mirrors"))) {
         panic!("sample/build.py: {e}");
     }
+}
+
+/// Runs `sample/build.py --out out`: the error is its stderr.
+fn sample_build(out: &Path) -> Result<(), String> {
+    let built = Command::new("python3")
+        .arg(root().join("sample/build.py"))
+        .arg("--out")
+        .arg(out)
+        .output()
+        .map_err(|e| format!("python3: {e}"))?;
+    if built.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&built.stderr).into_owned()) }
 }
 
 impl Scratch {
     /// Builds the bundled sample's git repositories under `mirrors/` and returns that directory.
     pub fn sample_mirrors(&self) -> PathBuf {
         let out = self.path("mirrors");
-        let built = Command::new("python3")
-            .arg(root().join("sample/build.py"))
-            .arg("--out")
-            .arg(&out)
-            .output()
-            .expect("python3");
-        assert!(built.status.success(), "sample/build.py: {}", String::from_utf8_lossy(&built.stderr));
+        if let Err(e) = sample_build(&out) {
+            panic!("sample/build.py: {e}");
+        }
         out
     }
 }
