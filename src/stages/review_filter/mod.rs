@@ -384,6 +384,7 @@ impl Filter {
             path: fields.path,
             suggestion: change,
             names_a_failure: rules::names_a_failure(fields.comment),
+            rewords_prose: rules::asks_a_rewording(fields.comment) && rules::on_prose(fields.diff_hunk),
             fix: if self.fix_facts { fields.fix } else { fix::FixChange::Unknown },
         };
         // A suggestion that changes values, and a rename of the public class or function on the

@@ -10,6 +10,7 @@
 //! trade a little recall for precision, which is the filter's bar.
 
 use super::fix::FixChange;
+use crate::repo::hunks::hunk_line;
 
 /// A rule that fired: its name and the reason it gives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +55,10 @@ const FIX_DOCUMENTATION: Rule = Rule {
 const ANSWER: Rule = Rule {
     name: "answer",
     reason: "answers a review: agrees with it or reports work done, naming no failure",
+};
+const REWORDING: Rule = Rule {
+    name: "rewording",
+    reason: "rewords a code comment or docstring, naming no failure: no test reads them",
 };
 const VAGUE: Rule = Rule { name: "vague", reason: "hedged, naming no code, value or failing case" };
 pub const SAME_BEHAVIOUR: Rule = Rule {
@@ -244,7 +249,7 @@ const LAYOUT_WORDS: [&str; 9] = [
 ];
 
 /// Replies and approvals, as the first words of a short comment.
-const ACKNOWLEDGEMENTS: [&str; 20] = [
+const ACKNOWLEDGEMENTS: [&str; 34] = [
     "done",
     "fixed",
     "addressed",
@@ -265,6 +270,20 @@ const ACKNOWLEDGEMENTS: [&str; 20] = [
     "nice catch",
     "makes sense",
     "ok",
+    "true",
+    "yes",
+    "yeah",
+    "yea",
+    "yep",
+    "correct",
+    "exactly",
+    "right",
+    "sure",
+    "no problem",
+    "i see",
+    "oh",
+    "ah",
+    "oops",
 ];
 const PRAISES: [&str; 8] =
     ["lgtm", "looks good", "nice", "great", "love this", "👍", "approving", "approved"];
@@ -375,6 +394,9 @@ pub struct Facts<'a> {
     pub suggestion: super::suggestion::Change,
     /// Whether its own words name a failure ([`names_a_failure`]).
     pub names_a_failure: bool,
+    /// Whether it asks for other wording ([`asks_a_rewording`]) of the line it is on, which is a
+    /// code comment or a docstring's ([`on_prose`]).
+    pub rewords_prose: bool,
     /// What the PR's fix did at the commented lines.
     pub fix: super::fix::FixChange,
 }
@@ -410,7 +432,36 @@ pub fn fact_rule(facts: &Facts<'_>) -> Option<Rule> {
     if is_documentation_page(facts.path) && !facts.names_a_failure {
         return Some(PAGE);
     }
+    if facts.rewords_prose && !facts.names_a_failure {
+        return Some(REWORDING);
+    }
     (facts.suggestion == super::suggestion::Change::Layout).then_some(LAYOUT)
+}
+
+/// What a comment that asks for other wording says: a replacement (`` `recieve` -> `receive` ``,
+/// `s/Not/No/`) or a named typo.
+const REWORDINGS: [&str; 9] =
+    ["->", "→", "=>", "typo", "grammar", "spelling", "wording", "rephrase", "reword"];
+
+/// Whether `comment`'s own words (outside code blocks) ask for other wording.
+pub fn asks_a_rewording(comment: &str) -> bool {
+    let prose = outside_fences(&own_text(comment));
+    prose.starts_with("s/") || REWORDINGS.iter().any(|w| prose.contains(w))
+}
+
+/// Whether the commented line (the hunk's last) is prose that no test reads: a comment (`#`,
+/// `//`, `/*`), or a docstring's line (opening one, or after an odd number of triple quotes in
+/// the hunk). A docstring opened above the hunk is not seen; the user-visible texts the criteria
+/// keep typos in (messages, help, errors) are string literals in code, which this is not.
+pub fn on_prose(diff_hunk: &str) -> bool {
+    let lines: Vec<&str> = diff_hunk.lines().filter_map(hunk_line).map(|(_, text)| text).collect();
+    let Some((last, before)) = lines.split_last() else { return false };
+    let last = last.trim_start();
+    let comment = last == "#" || ["# ", "#:", "//", "/*"].iter().any(|p| last.starts_with(p));
+    let unprefixed = last.strip_prefix(|c: char| "rRbBuUfF".contains(c)).unwrap_or(last);
+    let opens_docstring = unprefixed.starts_with("\"\"\"") || unprefixed.starts_with("'''");
+    let quotes: usize = before.iter().map(|l| l.matches("\"\"\"").count() + l.matches("'''").count()).sum();
+    comment || opens_docstring || quotes % 2 == 1
 }
 
 /// `comment`'s own lines, lowercased on one line: quoted lines are the comment being replied to,
@@ -587,6 +638,45 @@ mod tests {
     }
 
     #[test]
+    fn a_rewording_is_asked_on_comments_and_docstrings_not_on_messages() {
+        let comment_line = "@@ -1,3 +1,4 @@\n def send(self):\n+    # a notifing event is emitted\n";
+        let docstring_line =
+            "@@ -1,3 +1,5 @@\n def send(self):\n+    \"\"\"Send it.\n+\n+    Since a unlock may be local\n";
+        let opening = "@@ -1,2 +1,3 @@\n def send(self):\n+    r\"\"\"Send it, recieving the ack.\n";
+        let message = "@@ -1,2 +1,3 @@\n def lookup(host):\n+    raise DNSNameError('Not server available for %s', host)\n";
+        let closed = "@@ -1,4 +1,5 @@\n def send(self):\n     \"\"\"Send it.\"\"\"\n+    text = 'a unlock'\n";
+        let define = "@@ -1,2 +1,3 @@\n #include <stdio.h>\n+#define MAX_RETRIES 3\n";
+        assert!(on_prose(comment_line) && on_prose(docstring_line) && on_prose(opening));
+        assert!(!on_prose(message), "an error message is what a test asserts");
+        assert!(!on_prose(closed), "a docstring closed above the line");
+        assert!(!on_prose(define), "a preprocessor line is code");
+        for reword in
+            ["`notifing` -> `notifying`", "s/Not/No/", "typo: recieve", "nit: reword to 'an unlock'"]
+        {
+            assert!(asks_a_rewording(reword), "{reword}");
+        }
+        assert!(!asks_a_rewording("this should raise `ValueError`"));
+
+        let facts = |comment: &str, hunk: &str| Facts {
+            by_pr_author: None,
+            is_reply: None,
+            path: "a.py",
+            suggestion: super::super::suggestion::Change::Unknown,
+            names_a_failure: names_a_failure(comment),
+            fix: FixChange::Unknown,
+            rewords_prose: asks_a_rewording(comment) && on_prose(hunk),
+        };
+        let rule = |comment: &str, hunk: &str| fact_rule(&facts(comment, hunk)).map(|r| r.name);
+        assert_eq!(rule("`notifing` -> `notifying`", comment_line), Some("rewording"));
+        assert_eq!(rule("s/Not/No/", message), None, "a message's typo is kept for the model");
+        assert_eq!(
+            rule("`seconds` -> `milliseconds`: the docstring is wrong, it takes ms", docstring_line),
+            None,
+            "a docstring that says the wrong thing names a failure"
+        );
+    }
+
+    #[test]
     fn facts_of_the_pr_drop_answers_documentation_pages_and_layout_only_suggestions() {
         use super::super::suggestion::Change;
         let facts = |by_pr_author, is_reply, path, suggestion| {
@@ -596,6 +686,7 @@ mod tests {
                 path,
                 suggestion,
                 names_a_failure: false,
+                rewords_prose: false,
                 fix: FixChange::Unknown,
             })
             .map(|r| r.name)
@@ -619,6 +710,7 @@ mod tests {
             path: "README.md",
             suggestion: Change::Unknown,
             names_a_failure: names_a_failure("the flag is `--after`, not `--since`: the example fails"),
+            rewords_prose: false,
             fix: FixChange::Unknown,
         };
         assert_eq!(fact_rule(&failing), None, "a page example that fails is left to the model");
