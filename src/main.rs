@@ -141,6 +141,11 @@ enum Command {
         /// `--record`: a measurement set never calibrates.
         #[arg(long, value_name = "FILE", conflicts_with = "record")]
         gold: Option<PathBuf>,
+        /// Judge by each comment's words and hunk alone: the rows' `by_pr_author`, `is_reply` and
+        /// `fix_diff` are set aside, as for comments that come without their thread or their PR's
+        /// fix. Cannot be combined with `--record`.
+        #[arg(long, conflicts_with = "record")]
+        words_only: bool,
     },
     /// Score an attribution stage's choices in a run's state against its hand gold (`gold:` in the
     /// stage): agreement on whether a change answers each comment, exact and overlapping lines,
@@ -261,13 +266,14 @@ fn main() -> ExitCode {
         }
         Command::Validate { pipeline } => commands::validate(&pipeline),
         Command::Clean { pipeline, select } => commands::clean(&pipeline, &select.selection(false)),
-        Command::Gold { pipeline, stage, record, scores, gold } => commands::gold(
+        Command::Gold { pipeline, stage, record, scores, gold, words_only } => commands::gold(
             &pipeline,
             &commands::GoldOptions {
                 stage: stage.as_deref(),
                 record,
                 scores: scores.as_deref(),
                 gold: gold.as_deref(),
+                words_only,
             },
         ),
         Command::Relevance { pipeline, stage, select } => {

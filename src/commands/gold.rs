@@ -259,10 +259,13 @@ pub struct GoldOptions<'a> {
     pub scores: Option<&'a Path>,
     /// A measurement set in place of the stage's gold set; it never calibrates the stage.
     pub gold: Option<&'a Path>,
+    /// Judge each comment by its words and hunk alone: the rows' `by_pr_author`, `is_reply` and
+    /// `fix_diff` are set aside, as for comments that come without their thread or their PR's fix.
+    pub words_only: bool,
 }
 
 pub fn gold(path: &Path, options: &GoldOptions<'_>) -> Result<u8, Failure> {
-    let GoldOptions { stage, record, scores, gold: measured_on } = *options;
+    let GoldOptions { stage, record, scores, gold: measured_on, words_only } = *options;
     if record && measured_on.is_some() {
         return Err(anyhow!("--record calibrates on the stage's own gold set, not on --gold").into());
     }
@@ -291,7 +294,12 @@ pub fn gold(path: &Path, options: &GoldOptions<'_>) -> Result<u8, Failure> {
                 .ok_or_else(|| anyhow!("stage `{}` names no `gold:` set to measure on", plan.id))?,
         ),
     };
-    let comments = read_gold(&gold_path)?;
+    let mut comments = read_gold(&gold_path)?;
+    if words_only {
+        for c in &mut comments {
+            (c.by_pr_author, c.is_reply, c.fix_diff) = (None, None, None);
+        }
+    }
     let ctx = context.for_stage(&plan.id);
     let filter = Arc::new(Filter::build(&ctx, &config).map_err(|e| anyhow!("stage `{}`: {e}", plan.id))?);
     eprintln!(

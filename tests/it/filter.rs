@@ -223,6 +223,40 @@ fn judged(kind: &str, p: f64) -> String {
 }
 
 #[test]
+fn gold_words_only_sets_aside_who_wrote_each_comment() {
+    let server = Server::responding(|_| Reply::Completion(judged("defect", 0.99)));
+    let s = Scratch::new();
+    pipeline(&s, &server.base_url);
+    let yaml =
+        s.read("p.yaml").replace("    prompt: prompt.md\n", "    prompt: prompt.md\n    pr_facts: true\n");
+    s.write("p.yaml", &yaml);
+    // The PR's author answering: the `author` rule drops it, unless the words alone are judged.
+    let rows = [
+        json!({"id": "a", "split": "heldout", "comment": "the loop skips the last item", "label": "drop",
+               "category": null, "by_pr_author": true, "is_reply": true}),
+        json!({"id": "b", "split": "heldout", "comment": "the loop skips the first item", "label": "keep",
+               "category": "robustness", "by_pr_author": false, "is_reply": false}),
+    ];
+    let outside = tempfile::tempdir().unwrap();
+    let rows_path = outside.path().join("real.jsonl");
+    std::fs::write(&rows_path, rows.map(|r| r.to_string()).join("\n") + "\n").unwrap();
+    let rows_path = rows_path.to_str().unwrap();
+
+    let out = s.curate(&["gold", "p.yaml", "--gold", rows_path]);
+    let printed = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(printed.contains("- `author`: 1 / 0"), "{printed}{}", stderr(&out));
+    assert!(printed.contains("| heldout | 2 | 1 | 0 | 0 | 1 |"), "{printed}");
+
+    let out = s.curate(&["gold", "p.yaml", "--gold", rows_path, "--words-only"]);
+    let printed = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(!printed.contains("`author`"), "{printed}{}", stderr(&out));
+    assert!(printed.contains("| heldout | 2 | 1 | 1 | 0 | 0 |"), "the model keeps both: {printed}");
+
+    let out = s.curate(&["gold", "p.yaml", "--words-only", "--record"]);
+    assert_eq!(out.status.code(), Some(2), "words only never calibrates: {}", stderr(&out));
+}
+
+#[test]
 fn gold_calibrates_a_threshold_the_stage_keeps_by_and_a_changed_prompt_needs_a_new_one() {
     // Each comment says how sure the scripted model is that it is a defect.
     let server = Server::responding(|request| {
