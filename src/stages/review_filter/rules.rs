@@ -249,11 +249,10 @@ const LAYOUT_WORDS: [&str; 9] = [
 ];
 
 /// Replies and approvals, as the first words of a short comment.
-const ACKNOWLEDGEMENTS: [&str; 34] = [
+/// "fixed", "updated" and "addressed" open an [`ANSWERS`] comment, which that rule, read first,
+/// drops whatever its length.
+const ACKNOWLEDGEMENTS: [&str; 31] = [
     "done",
-    "fixed",
-    "addressed",
-    "updated",
     "agreed",
     "agree",
     "same",
@@ -622,6 +621,7 @@ mod tests {
             "Thanks for the review! I've applied the suggested ordering of the asserts.",
             "Indeed, 1 is the way to go.",
             "Added caching",
+            "Fixed in the latest push, thanks",
             "I've moved the helper into utils and kept the old name as an alias.",
         ] {
             assert_eq!(name(answer), Some("answer"), "{answer}");
