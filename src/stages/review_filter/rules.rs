@@ -372,7 +372,7 @@ fn outside_fences(comment: &str) -> String {
 /// there changes the API, which callers and a test see, so the criteria keep it.
 pub fn defines_a_public_name(diff_hunk: &str) -> bool {
     let Some(last) = diff_hunk.trim_end_matches('\n').lines().last() else { return false };
-    let code = last.strip_prefix(['+', '-', ' ']).unwrap_or(last).trim_start();
+    let code = hunk_line(last).map_or(last, |(_, text)| text).trim_start();
     let name = code
         .strip_prefix("class ")
         .or_else(|| code.strip_prefix("def "))
